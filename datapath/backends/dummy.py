@@ -1,0 +1,72 @@
+"""netdev-dummy ports: frames in through netdev-dummy/receive, out through tx_pcap."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from datapath.backends.base import BackendError
+from datapath.offloads import RxFlags, TxOffloads
+from harness.control import check
+from harness.pcap import PcapReader
+from harness.sandbox import Sandbox
+
+NAME = "dummy"
+MAX_RX_BATCH = 100  # each dummy rxq holds at most 100 packets
+
+
+class DummyPort:
+    def __init__(self, sandbox: Sandbox, bridge: str, name: str, ofport: int,
+                 port_type: str = "dummy") -> None:
+        self.sb = sandbox
+        self.name = name
+        self.ofport = ofport
+        self.tx_pcap = Path(sandbox.rundir) / f"{name}-tx.pcap"
+        self._options: dict[str, str] = {"tx_pcap": str(self.tx_pcap)}
+        self.rx = RxFlags()
+        self.tx = TxOffloads()
+        check(sandbox.vsctl(
+            "add-port", bridge, name, "--", "set", "Interface", name, f"type={port_type}",
+            f"ofport_request={ofport}", f"options:tx_pcap={self.tx_pcap}"))
+        self._reader = PcapReader(self.tx_pcap)
+
+    def configure(self, rx: RxFlags | None = None, tx: TxOffloads | None = None) -> None:
+        rx = self.rx if rx is None else rx
+        tx = self.tx if tx is None else tx
+        want = {"tx_pcap": str(self.tx_pcap), **rx.options(), **tx.options()}
+        missing = [k for k in want if k.startswith("ol_") and k not in self.sb.install.dummy_options]
+        if missing:
+            raise BackendError(f"this ovs-vswitchd's netdev-dummy lacks option(s) {', '.join(missing)}")
+        if want == self._options:
+            self.rx, self.tx = rx, tx
+            return
+        args = ["set", "Interface", self.name, *(f"options:{k}={v}" for k, v in want.items())]
+        gone = sorted(set(self._options) - set(want))
+        if gone:
+            args += ["--", "remove", "Interface", self.name, "options", *gone]
+        check(self.sb.vsctl(*args))  # returns once vswitchd applied it
+        self._options, self.rx, self.tx = want, rx, tx
+
+    def send(self, frames: list[bytes]) -> None:
+        for i in range(0, len(frames), MAX_RX_BATCH):
+            check(self.sb.appctl("netdev-dummy/receive", self.name,
+                                 *(f.hex() for f in frames[i:i + MAX_RX_BATCH])))
+
+    def read_tx(self) -> list[bytes]:
+        return self._reader.read_new()
+
+    def rx_count(self) -> int:
+        return self.sb.port_stats().get(self.name, {}).get("rx_packets", 0)
+
+    def status(self) -> dict[str, str]:
+        """The Interface status column (tx_*_offload keys and the like)."""
+        out = check(self.sb.vsctl("--format=json", "get", "Interface", self.name, "status")).stdout
+        return parse_ovsdb_map(out)
+
+
+def parse_ovsdb_map(text: str) -> dict[str, str]:
+    """Parse ovs-vsctl's '{k="v", k2=v2}' map output."""
+    import re
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise ValueError(f"not an OVSDB map: {text!r}")
+    return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
+            for m in re.finditer(r'([\w:.-]+)=(?:"((?:[^"\\]|\\.)*)"|([^,}\s]+))', body)}

@@ -1,0 +1,107 @@
+"""OpenFlow actions known to the model.  Each renders itself for ovs-ofctl and
+applies itself to a model Packet, so a case states its flow exactly once."""
+from __future__ import annotations
+
+import ipaddress
+import struct
+from dataclasses import dataclass
+
+from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
+
+
+class Action:
+    def ofctl(self) -> str:
+        raise NotImplementedError
+
+    def apply(self, pkt: Packet) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SetIPv4Addr(Action):
+    """mod_nw_src / mod_nw_dst (packet_set_ipv4_addr)."""
+
+    addr: str
+    field: str = "dst"
+
+    def ofctl(self) -> str:
+        return f"mod_nw_{self.field}:{self.addr}"
+
+    def apply(self, pkt: Packet) -> None:
+        if pkt.ipv != 4 or pkt.l3 is None:
+            pkt.notes.append(f"{self.ofctl()}: not an IPv4 packet to OVS, no change")
+            return
+        ofs = pkt.l3 + (12 if self.field == "src" else 16)
+        old = bytes(pkt.data[ofs:ofs + 4])
+        new = ipaddress.IPv4Address(self.addr).packed
+        if old == new:
+            return
+        # L4 first (pseudo-header), then the IP header, as packets.c does.
+        if pkt.l4 is not None:
+            pkt.patch_l4_csum(old, new, f"pseudo-header {self.ofctl()}")
+        pkt.patch_ip_csum(old, new)
+        pkt.data[ofs:ofs + 4] = new
+
+
+@dataclass(frozen=True)
+class SetL4Port(Action):
+    """mod_tp_src / mod_tp_dst on TCP or UDP (packet_set_{tcp,udp}_port)."""
+
+    port: int
+    field: str = "dst"
+
+    def ofctl(self) -> str:
+        return f"mod_tp_{self.field}:{self.port}"
+
+    def apply(self, pkt: Packet) -> None:
+        if pkt.l4 is None or pkt.proto not in (PROTO_TCP, PROTO_UDP):
+            pkt.notes.append(f"{self.ofctl()}: no TCP/UDP header to OVS, no change")
+            return
+        # The datapath sets both ports (the untouched one to its own value).
+        src = pkt.u16(pkt.l4)
+        dst = pkt.u16(pkt.l4 + 2)
+        new_src, new_dst = (self.port, dst) if self.field == "src" else (src, self.port)
+        if pkt.l4_csum.valid:
+            pkt.patch_l4_csum(b"", b"", self.ofctl())
+        else:
+            for old, new in ((src, new_src), (dst, new_dst)):
+                if old != new:  # packet_set_port() skips an unchanged port
+                    pkt.patch_l4_csum(struct.pack("!H", old), struct.pack("!H", new),
+                                      self.ofctl())
+        pkt.put16(pkt.l4, new_src)
+        pkt.put16(pkt.l4 + 2, new_dst)
+
+
+@dataclass(frozen=True)
+class Output(Action):
+    port: str
+
+    def ofctl(self) -> str:
+        return f"output:{self.port}"
+
+    def apply(self, pkt: Packet) -> None:  # outputs are handled by forward()
+        pass
+
+
+def mod_nw_dst(addr: str) -> SetIPv4Addr:
+    return SetIPv4Addr(addr, "dst")
+
+
+def mod_nw_src(addr: str) -> SetIPv4Addr:
+    return SetIPv4Addr(addr, "src")
+
+
+def mod_tp_dst(port: int) -> SetL4Port:
+    return SetL4Port(port, "dst")
+
+
+def mod_tp_src(port: int) -> SetL4Port:
+    return SetL4Port(port, "src")
+
+
+def output(port: str) -> Output:
+    return Output(port)
+
+
+def ofctl_actions(actions: list[Action]) -> str:
+    return ",".join(a.ofctl() for a in actions)

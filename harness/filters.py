@@ -1,0 +1,74 @@
+"""The output normalisers the upstream tests pipe through, as plain functions."""
+from __future__ import annotations
+
+import re
+
+
+def _sub_lines(text: str, rules: list[tuple[str, str]]) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        for pat, rep in rules:
+            line = re.sub(pat, rep, line, count=1)
+        out.append(line)
+    return out
+
+
+def _join(lines: list[str]) -> str:
+    return "".join(f"{ln}\n" for ln in lines)
+
+
+def strip_timers(text: str) -> str:
+    return _join(_sub_lines(text, [(r"duration:[0-9.][0-9.]*", "duration:0.0"),
+                                   (r"used:[0-9.][0-9.]*", "used:0.0")]))
+
+
+_XOUT_COMMON = [(r"mega_ufid:[-0-9a-f]* ", ""), (r"ufid:[-0-9a-f]* ", ""),
+                (r"used:[0-9.][0-9.]*", "used:0.0")]
+_COUNTS = [(r"packets:[0-9]*", "packets:0"), (r"bytes:[0-9]*", "bytes:0")]
+
+
+def strip_xout(text: str) -> str:
+    return _join(sorted(_sub_lines(text, _XOUT_COMMON + [(r"actions:.*", "actions: <del>")]
+                                   + _COUNTS)))
+
+
+def strip_xout_keep_actions(text: str) -> str:
+    return _join(sorted(_sub_lines(text, _XOUT_COMMON + _COUNTS)))
+
+
+def strip_used(text: str) -> str:
+    return _join(_sub_lines(text, [(r"used:[0-9]*\.[0-9]*", "used:0.0")]))
+
+
+def strip_stats(text: str) -> str:
+    return _join(_sub_lines(text, [(r"packets:[0-9]*", "packets:0"),
+                                   (r"bytes:[0-9]*", "bytes:0")]))
+
+
+def strip_ufid(text: str) -> str:
+    return _join(_sub_lines(text, [(r"mega_ufid:[-0-9a-f]* ", ""), (r"ufid:[-0-9a-f]* ", "")]))
+
+
+def strip_metadata(text: str) -> str:
+    return _join(_sub_lines(text, [(r"metadata=0x[0-9a-f]*", "metadata=0x0")]))
+
+
+def filter_flow_install(text: str) -> str:
+    """grep flow_add | strip the prefix | sort -u."""
+    lines = {re.sub(r".*flow_add: ", "", ln) for ln in text.splitlines() if "flow_add" in ln}
+    return _join(sorted(lines))
+
+
+def filter_flow_dump(text: str) -> str:
+    lines = {re.sub(r"used:[0-9.][0-9.]*", "used:0.0", re.sub(r".*flow_dump ", "", ln))
+             for ln in text.splitlines() if "flow_dump " in ln}
+    return _join(sorted(lines))
+
+
+def uuidfilt(text: str) -> str:
+    """Replace each distinct UUID by <N> in order of first appearance."""
+    seen: dict[str, int] = {}
+
+    def repl(m: re.Match[str]) -> str:
+        return f"<{seen.setdefault(m.group(0), len(seen))}>"
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", repl, text)

@@ -1,0 +1,308 @@
+"""The OVS sandbox: OVS_VSWITCHD_START / OVS_VSWITCHD_STOP as a Python object.
+
+A sandbox owns one run directory (all OVS_*DIR point at it), an ovsdb-server
+and an ovs-vswitchd started as children (never --detach, so they are reaped
+with waitpid), and the control channel to both.  Stopping scans the logs for
+unexpected WARN/ERR/EMER lines with upstream's allowlist plus the case's own.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterable
+
+import ovs.unixctl.client
+
+from harness.control import Result, Transcript, check, run_tool
+from harness.install import OvsInstall
+from harness.logscan import scan_log, startup_stderr_problems
+from harness.wait import WaitTimeout, wait_until
+
+VSCTL_TIMEOUT = 10  # seconds; an unbounded ovs-vsctl hangs forever if vswitchd died
+
+
+class SandboxError(AssertionError):
+    """The sandbox could not start, or a daemon misbehaved; the message has the evidence."""
+
+
+class DaemonDied(SandboxError):
+    pass
+
+
+def _tail(path: Path, n: int = 25) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"({path.name} unreadable)"
+    return "\n".join(lines[-n:])
+
+
+class Daemon:
+    """One OVS daemon run as our child, with its unixctl connection."""
+
+    def __init__(self, name: str, argv: list[str], rundir: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.rundir = rundir
+        self.log = rundir / f"{name}.log"
+        self.stderr_path = rundir / f"{name}.stderr"
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, cwd=rundir, env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=err,
+                                         start_new_session=True)
+        self._client: ovs.unixctl.client.UnixctlClient | None = None
+
+    @property
+    def ctl_path(self) -> Path:
+        return self.rundir / f"{self.name}.{self.proc.pid}.ctl"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def assert_alive(self, doing: str) -> None:
+        if not self.alive():
+            raise DaemonDied(f"{self.name} died (exit status {self.proc.returncode}) {doing}\n"
+                             f"--- tail of {self.log.name} ---\n{_tail(self.log)}\n"
+                             f"--- {self.stderr_path.name} ---\n{_tail(self.stderr_path)}")
+
+    def wait_ready(self, timeout: float) -> None:
+        def ready() -> bool:
+            self.assert_alive("while starting")
+            return self.ctl_path.exists()
+        try:
+            wait_until(ready, timeout, what=f"{self.name} control socket")
+        except WaitTimeout as exc:
+            raise SandboxError(f"{exc}\n--- tail of {self.log.name} ---\n{_tail(self.log)}") from None
+
+    def client(self) -> ovs.unixctl.client.UnixctlClient:
+        if self._client is None:
+            error, client = ovs.unixctl.client.UnixctlClient.create(str(self.ctl_path))
+            if error:
+                self.assert_alive("(control socket refused)")
+                raise SandboxError(f"cannot connect to {self.ctl_path}: {os.strerror(error)}")
+            self._client = client
+        return self._client
+
+    def transact(self, command: str, args: list[str]) -> tuple[int, str, str]:
+        """(rc, stdout, stderr) as ovs-appctl would give them."""
+        error, reply_error, result = self.client().transact(command, args)
+        if error:
+            self._client = None
+            self.assert_alive(f"during '{command}'")
+            raise SandboxError(f"unixctl '{command}' to {self.name}: {os.strerror(error)}")
+        if reply_error is not None:
+            return 2, "", str(reply_error)
+        return 0, str(result), ""
+
+    def stop(self, command: list[str], timeout: float) -> None:
+        """Ask the daemon to exit and reap it; kill it if it does not."""
+        if self.alive():
+            try:
+                self.transact(command[0], command[1:])
+            except SandboxError:
+                pass
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise SandboxError(f"{self.name} did not exit within {timeout} s of "
+                               f"'{' '.join(command)}'; killed it") from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+
+class Sandbox:
+    """A running ovsdb-server + ovs-vswitchd pair in a private run directory."""
+
+    def __init__(self, install: OvsInstall, rundir: Path, transcript: Transcript | None = None,
+                 *, dummy_numa: str | None = None, enable_dummy: str = "override",
+                 vswitchd_args: Iterable[str] = (), log_allow: Iterable[str] = ()) -> None:
+        self.install = install
+        self.rundir = rundir
+        self.transcript = transcript or Transcript()
+        self.dummy_numa = dummy_numa
+        self.enable_dummy = enable_dummy
+        self.vswitchd_args = list(vswitchd_args)
+        self.log_allow: list[str] = list(log_allow)
+        self.env = {**os.environ, **{f"OVS_{d}DIR": str(rundir)
+                                      for d in ("RUN", "LOG", "DB", "SYSCONF", "BIN")}}
+        self.env["OVS_BINDIR"] = str(install.tools["ovs-vsctl"].parent)
+        self.ovsdb: Daemon | None = None
+        self.vswitchd: Daemon | None = None
+        self._log_offset = 0
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self, timeout: float = 10.0) -> "Sandbox":
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        db = self.rundir / "conf.db"
+        check(self._tool([self.install.tool("ovsdb-tool"), "create", str(db),
+                          str(self.install.schema)]))
+        self.ovsdb = Daemon("ovsdb-server", [
+            self.install.tool("ovsdb-server"), "--no-chdir", "--pidfile", "--log-file",
+            f"--remote=punix:{self.rundir / 'db.sock'}", "-vconsole:off", str(db),
+        ], self.rundir, self.env)
+        self.ovsdb.wait_ready(timeout)
+        check(self.vsctl("--no-wait", "init"))
+        argv = [self.install.tool("ovs-vswitchd"), f"--enable-dummy={self.enable_dummy}"
+                if self.enable_dummy else "--enable-dummy",
+                "--disable-system", "--disable-system-route"]
+        if self.dummy_numa:
+            argv.append(f"--dummy-numa={self.dummy_numa}")
+        argv += [*self.vswitchd_args, "--no-chdir", "--pidfile", "--log-file",
+                 "-vvconn", "-vofproto_dpif", "-vunixctl", "-vconsole:warn"]
+        self.vswitchd = Daemon("ovs-vswitchd", argv, self.rundir, self.env)
+        self.vswitchd.wait_ready(timeout)
+        problems = startup_stderr_problems(self.vswitchd.stderr_path.read_text(errors="replace"))
+        if problems:
+            raise SandboxError("unexpected ovs-vswitchd stderr at start:\n" + "\n".join(problems))
+        return self
+
+    def stop(self, scan_logs: bool = True) -> None:
+        """OVS_VSWITCHD_STOP: log scan, then exit --cleanup and reap both daemons."""
+        errors: list[str] = []
+        died = self.vswitchd is not None and not self.vswitchd.alive()
+        if died:
+            try:
+                self.vswitchd.assert_alive("during the test")  # type: ignore[union-attr]
+            except DaemonDied as exc:
+                errors.append(str(exc))
+        if scan_logs and not died:
+            bad = self.log_problems()
+            if bad:
+                errors.append("unexpected lines in the daemon logs:\n" + "\n".join(bad))
+        for daemon, cmd in ((self.vswitchd, ["exit", "--cleanup"]), (self.ovsdb, ["exit"])):
+            if daemon is None:
+                continue
+            try:
+                daemon.stop(cmd, timeout=10)
+            except SandboxError as exc:
+                errors.append(str(exc))
+        self.vswitchd = self.ovsdb = None
+        if errors:
+            raise SandboxError("\n\n".join(errors))
+
+    def kill(self) -> None:
+        for daemon in (self.vswitchd, self.ovsdb):
+            if daemon is not None:
+                daemon.kill()
+        self.vswitchd = self.ovsdb = None
+
+    def __enter__(self) -> "Sandbox":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.stop()
+        else:
+            self.kill()
+
+    # -- logs --------------------------------------------------------------
+
+    def log_problems(self) -> list[str]:
+        out: list[str] = []
+        for log in sorted(self.rundir.glob("*.log")):
+            out += [f"{log.name}: {line}" for line in scan_log(log, self.log_allow)]
+        return out
+
+    def allow_log(self, *patterns: str) -> None:
+        """Per-case allowlist: regexes of WARN/ERR lines this case expects."""
+        self.log_allow.extend(patterns)
+
+    def log_lines(self, since_mark: bool = True) -> list[str]:
+        path = self.rundir / "ovs-vswitchd.log"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return []
+        start = self._log_offset if since_mark else 0
+        return data[start:].decode(errors="replace").splitlines()
+
+    def mark_log(self) -> None:
+        """Later log_lines() calls start from here."""
+        path = self.rundir / "ovs-vswitchd.log"
+        self._log_offset = path.stat().st_size if path.exists() else 0
+
+    # -- control -----------------------------------------------------------
+
+    def _tool(self, argv: list[str], timeout: float = 30) -> Result:
+        return run_tool(argv, self.env, str(self.rundir), timeout, self.transcript)
+
+    def vsctl(self, *args: str) -> Result:
+        return self._tool([self.install.tool("ovs-vsctl"), f"--timeout={VSCTL_TIMEOUT}",
+                           f"--db=unix:{self.rundir / 'db.sock'}", *args],
+                          timeout=VSCTL_TIMEOUT + 5)
+
+    def ofctl(self, *args: str) -> Result:
+        return self._tool([self.install.tool("ovs-ofctl"), *args])
+
+    def appctl(self, command: str, *args: str, target: str = "ovs-vswitchd") -> Result:
+        daemon = self.vswitchd if target == "ovs-vswitchd" else self.ovsdb
+        if daemon is None:
+            raise SandboxError(f"{target} is not running")
+        started = time.perf_counter()
+        rc, out, err = daemon.transact(command, list(args))
+        result = Result(["ovs-appctl", *( [] if target == "ovs-vswitchd" else ["-t", target]),
+                         command, *args], rc, out, err)
+        self.transcript.add(result, time.perf_counter() - started)
+        return result
+
+    def dpctl(self, command: str, *args: str) -> Result:
+        return self.appctl(f"dpctl/{command}", *args)
+
+    def assert_alive(self) -> None:
+        for daemon in (self.ovsdb, self.vswitchd):
+            if daemon is not None:
+                daemon.assert_alive("during the test")
+
+    # -- topology helpers (add_of_br / add_of_ports) ------------------------
+
+    def add_of_br(self, name: str = "br0", *extra: str) -> Result:
+        """Upstream's add_of_br: a dummy-datapath bridge with fixed dpid and hwaddr."""
+        return check(self.vsctl(
+            "add-br", name, "--", "set", "bridge", name, "datapath-type=dummy",
+            "fail-mode=secure", "other-config:datapath-id=fedcba9876543210",
+            "other-config:hwaddr=aa:55:aa:55:00:00",
+            "protocols=[OpenFlow10,OpenFlow11,OpenFlow12,OpenFlow13,OpenFlow14,OpenFlow15]",
+            *(["--", *extra] if extra else [])))
+
+    # -- counters ------------------------------------------------------------
+
+    def coverage(self, counter: str) -> int:
+        res = check(self.appctl("coverage/read-counter", counter))
+        return int(res.stdout.strip())
+
+    def wait_coverage(self, counter: str, value: int, timeout: float = 5.0) -> None:
+        """CHECK_COVERAGE with polling: counters from other threads merge once a second."""
+        wait_until(lambda: self.coverage(counter) == value, timeout,
+                   what=f"coverage counter {counter} == {value}",
+                   describe=lambda: f"last value {self.coverage(counter)}")
+
+    def port_stats(self) -> dict[str, dict[str, int]]:
+        """Datapath port counters straight from dpctl/show -s (no 5 s DB refresh)."""
+        out = check(self.dpctl("show", "-s")).stdout
+        stats: dict[str, dict[str, int]] = {}
+        current: dict[str, int] | None = None
+        for line in out.splitlines():
+            m = re.match(r"\s+port \d+: (\S+)", line)
+            if m:
+                current = stats.setdefault(m.group(1), {})
+                continue
+            if current is None:
+                continue
+            kind = re.match(r"\s+(RX|TX) packets:(\d+)", line)
+            if kind:
+                current[f"{kind.group(1).lower()}_packets"] = int(kind.group(2))
+        return stats

@@ -1,0 +1,116 @@
+"""Per-case evidence records: what the report, the JSON results and merge share.
+
+A record is filled while a case runs (by the sandbox, the backends and the
+comparison) and serialised to plain JSON at the end of the run.  Keep every
+field JSON-friendly: strings, numbers, lists and dicts only.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Command:
+    """One control-channel call made by a case (vsctl, ofctl, appctl, ...)."""
+
+    argv: list[str]
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+@dataclass
+class Step:
+    """One send-and-expect exchange: what went in, what had to leave, what left."""
+
+    title: str
+    rx_port: str
+    tx_port: str
+    sent: list[str]  # hex of each frame handed to the rx port
+    expected: list[str]  # hex of each frame the model says must leave
+    captured: list[str]  # hex of each frame that did leave
+    ok: bool
+    diff: list[str] = field(default_factory=list)  # "IP.chksum: expected 0x1, got 0x2"
+    # Model's checksum verdict for each expected frame, by layer: {"IP": "good", "TCP": "stale"}.
+    csum_state: list[dict[str, str]] = field(default_factory=list)
+    # Model's explanation of what it did, one line per rule applied.
+    notes: list[str] = field(default_factory=list)
+    # tshark dissection of each captured frame (filled at session end for failed cases only):
+    # [{"index": 0, "length": 60, "layers": [{"name": "ip", "summary": "...", "checksums": [...]}]}]
+    dissection: list[dict[str, Any]] = field(default_factory=list)
+    dissection_error: str = ""  # e.g. "no dissection: tshark not found"
+
+
+@dataclass
+class CaseRecord:
+    nodeid: str
+    outcome: str = "unknown"  # passed, failed, error, skipped, xfailed, xpassed
+    duration: float = 0.0
+    params: dict[str, str] = field(default_factory=dict)
+    upstream: str | None = None
+    longrepr: str = ""
+    backend: str = ""
+    commands: list[Command] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    log_excerpt: list[str] = field(default_factory=list)  # vswitchd log lines of this case
+    artifacts: dict[str, str] = field(default_factory=dict)  # label -> path relative to the output dir
+    run: str = ""  # label of the run this case came from, set when several runs are merged
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CaseRecord":
+        data = dict(data)
+        data["commands"] = [_build(Command, c) for c in data.get("commands", [])]
+        data["steps"] = [_build(Step, s) for s in data.get("steps", [])]
+        return _build(cls, data)
+
+
+def _build(cls: Any, data: dict[str, Any]) -> Any:
+    """Instantiate a record dataclass from JSON, ignoring keys a newer writer added."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class RunRecord:
+    """Everything one run (or one merged set of runs) produced."""
+
+    started: str  # ISO 8601
+    duration: float
+    host: str
+    backend: str
+    versions: dict[str, str]  # {"ovs": "4.0.0", "dpdk": "25.11.4", ...}
+    cases: list[CaseRecord]
+    argv: list[str] = field(default_factory=list)
+    # One summary per merged input (label, host, backend, started, duration, versions, argv);
+    # empty for a plain run.
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def dump(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({**dataclasses.asdict(self), "format": 1}, f, indent=1)
+
+    @classmethod
+    def load(cls, path: str) -> "RunRecord":
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: not a results file: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != 1:
+            raise ValueError(f"{path}: not a results file (missing format 1 marker)")
+        try:
+            cases = [CaseRecord.from_json(c) for c in data.get("cases", [])]
+            return cls(
+                started=data["started"], duration=data["duration"], host=data["host"],
+                backend=data["backend"], versions=data["versions"], cases=cases,
+                argv=data.get("argv", []), runs=data.get("runs", []),
+            )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"{path}: malformed results file: {exc!r}") from None
