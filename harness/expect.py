@@ -2,7 +2,6 @@
 what the model expects on another, and compare every frame field by field."""
 from __future__ import annotations
 
-import time
 
 from datapath.backends.base import Port
 from datapath.model import Expected

@@ -4,6 +4,7 @@ Stdlib only: this runs on the bare host before any dependency exists.
 
     ./ovstest suite [PYTEST ARGS]   the dummy-backend suite (cases/), report in reports/out/
     ./ovstest test  [PYTEST ARGS]   everything: framework unit tests and the cases
+    ./ovstest bench [ARGS]          benchmarks: print timing figures (bench/)
     ./ovstest provision             only build (or check) the cached runtime root
     ./ovstest shell                 an interactive shell inside the sealed runtime
 
@@ -22,8 +23,6 @@ import argparse
 import fcntl
 import hashlib
 import os
-import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -240,7 +239,10 @@ def sealed_argv(root: Path, inner: list[str]) -> tuple[list[str], dict[str, str]
     return argv, env
 
 
-def pytest_args(mode: str, extra: list[str]) -> list[str]:
+def inner_args(mode: str, extra: list[str]) -> list[str]:
+    """python3's arguments for a mode."""
+    if mode == "bench":
+        return ["bench/bench_suite.py", *extra]
     targets = {"suite": ["cases"], "test": ["tests", "cases"]}[mode]
     # Explicit paths or node ids among the extra args replace the default targets.
     if any(not a.startswith("-") and (os.path.exists(a) or "::" in a) for a in extra):
@@ -249,24 +251,20 @@ def pytest_args(mode: str, extra: list[str]) -> list[str]:
 
 
 def run(argv: list[str], env: dict[str, str] | None = None) -> int:
-    proc = subprocess.Popen(argv, env=env)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        # The child got the SIGINT too; give pytest a moment to clean up, then
-        # make sure it is gone (--kill-child takes the namespace with it).
-        try:
-            return proc.wait(timeout=15)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
-            proc.kill()
-            return proc.wait()
+    """Become the command.  With exec, the process the user interrupts or kills
+    is unshare itself: it ignores SIGINT while pytest cleans up, and if it is
+    killed outright --kill-child takes the whole namespace down with it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(argv[0], argv, os.environ if env is None else env)
+    return 127  # not reached
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="ovstest", description=__doc__.split("\n\n")[0],
         epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
-    parser.add_argument("mode", choices=["suite", "test", "provision", "shell"])
+    parser.add_argument("mode", choices=["suite", "test", "bench", "provision", "shell"])
     parser.add_argument("--ovs-bindir", default=os.environ.get("OVS_BINDIR"),
                         help="use this OVS build (ovs-vswitchd >= %s) instead of the runtime"
                         % fmt(MIN_OVS))
@@ -279,13 +277,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.mode == "shell":
                 raise LaunchError("'shell' is for the provisioned runtime only")
             env = dict(os.environ, OVS_BINDIR=str(host_bindir))
-            return run([sys.executable, *pytest_args(args.mode, extra)], env)
+            return run([sys.executable, *inner_args(args.mode, extra)], env)
         root = provision(force=args.rebuild_runtime)
         if args.mode == "provision":
             print(root)
             return 0
         inner = (["/bin/bash", "-i"] if args.mode == "shell"
-                 else ["python3", *pytest_args(args.mode, extra)])
+                 else ["python3", *inner_args(args.mode, extra)])
         sealed, env = sealed_argv(root, inner)
         return run(sealed, env)
     except LaunchError as exc:
