@@ -232,6 +232,7 @@ def sealed_argv(root: Path, inner: list[str]) -> tuple[list[str], dict[str, str]
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "OVSTEST_SEALED": "1",
+        "OVSTEST_HOST_SRC": str(REPO_ROOT),
     })
     argv = ["unshare", "--mount", "--net", "--pid", "--ipc", "--uts", "--fork",
             "--kill-child", "sh", "-c", SEAL_SCRIPT, "seal", str(root),

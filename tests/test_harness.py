@@ -122,3 +122,19 @@ def test_stop_reaps_both_daemons(raw_sandbox: Sandbox) -> None:
     sb.stop()
     assert [p.returncode for p in procs] == [0, 0]
     assert not list((sb.rundir).glob("*.ctl"))
+
+
+def test_coverage_counter_wait(raw_sandbox: Sandbox) -> None:
+    """CHECK_COVERAGE: counters of other threads merge about once a second, so
+    the harness polls; a value that never comes times out naming the counter."""
+    from datapath.backends.dummy import DummyPort
+    from harness.wait import WaitTimeout
+    sb = raw_sandbox
+    check(sb.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy"))
+    port = DummyPort(sb, "br1", "p1", 1)
+    before = sb.coverage("netdev_received")
+    port.send([bytes(60)])
+    sb.wait_coverage("netdev_received", before + 1, timeout=5)
+    with pytest.raises(WaitTimeout, match=r"netdev_received == 99 .*last value 1"):
+        sb.wait_coverage("netdev_received", 99, timeout=0.2)
+    sb.stop()

@@ -1,0 +1,341 @@
+"""pytest plugin: one CaseRecord per test, results.json, JUnit XML and the HTML report.
+
+Code that has the pytest item (or `request.node`) attaches evidence with
+`record_for(item)`; tests and fixtures can ask for the `case_record` fixture.
+Under pytest-xdist each worker attaches the finished record, as plain JSON, to the
+teardown report; the controller rebuilds it in `pytest_runtest_logreport` and is the
+only process that writes files.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import socket
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reports.dissect import DissectError, dissect, write_pcap
+from reports.records import CaseRecord, RunRecord, Step
+
+RECORD_KEY = pytest.StashKey[CaseRecord]()
+RUN_INFO_KEY = pytest.StashKey[dict[str, Any]]()
+
+# Attributes set on teardown reports; pytest serialises report.__dict__ for xdist.
+REPORT_RECORD_ATTR = "ovs_case_record"
+REPORT_RUN_INFO_ATTR = "ovs_run_info"
+
+MAX_PARAM_CHARS = 300
+MAX_SECTION_CHARS = 20000
+MAX_DISSECTED_FRAMES = 2000
+FAILED_OUTCOMES = ("failed", "error")
+
+
+@dataclass
+class _State:
+    """What the controller gathers during the session."""
+
+    out_dir: Path
+    started_iso: str
+    started: float
+    cases: dict[str, CaseRecord] = field(default_factory=dict)
+    report_path: str | None = None
+    problem: str | None = None
+
+
+_STATE_KEY = pytest.StashKey[_State]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("reports", "OVS datapath test reports")
+    group.addoption(
+        "--out-dir", dest="reports_out_dir", default=None, metavar="DIR",
+        help="where results.json, index.html, junit.xml and artifacts go "
+             "(default: reports/out under the rootdir)",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before junitxml reads config.option.xmlpath
+def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("reports_out_dir")
+    if given:
+        out_dir = (config.invocation_params.dir / given).resolve()
+    else:
+        out_dir = config.rootpath / "reports" / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if hasattr(config.option, "xmlpath") and not config.option.xmlpath:
+        config.option.xmlpath = str(out_dir / "junit.xml")
+    config.stash[_STATE_KEY] = _State(
+        out_dir=out_dir,
+        started_iso=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        started=time.monotonic(),
+    )
+    if not _is_worker(config):
+        config.pluginmanager.register(_Collector(config), "reports-collector")
+
+
+def output_dir(config: pytest.Config) -> Path:
+    """The run's output directory; artifact paths in records are relative to it."""
+    return config.stash[_STATE_KEY].out_dir
+
+
+def set_run_info(config: pytest.Config, backend: str, versions: dict[str, str]) -> None:
+    """Store run-wide facts (backend name, component versions) for the report.
+
+    Later calls add to earlier ones; an empty backend keeps the one already set.
+    """
+    info = config.stash.get(RUN_INFO_KEY, None) or {"backend": "", "versions": {}}
+    if backend:
+        info["backend"] = backend
+    info["versions"].update({str(k): str(v) for k, v in versions.items()})
+    config.stash[RUN_INFO_KEY] = info
+
+
+def record_for(item: pytest.Item) -> CaseRecord:
+    """The item's record, created on first use."""
+    record = item.stash.get(RECORD_KEY, None)
+    if record is None:
+        callspec = getattr(item, "callspec", None)
+        params = {}
+        if callspec is not None:
+            params = {str(k): _short(_param_text(v), MAX_PARAM_CHARS)
+                      for k, v in callspec.params.items()}
+        record = CaseRecord(nodeid=item.nodeid, params=params)
+        item.stash[RECORD_KEY] = record
+    return record
+
+
+@pytest.fixture
+def case_record(request: pytest.FixtureRequest) -> CaseRecord:
+    """The record of the running case, for attaching commands, steps, logs and artifacts."""
+    return record_for(request.node)
+
+
+@pytest.hookimpl(hookwrapper=True)  # old-style wrapper: works with every pluggy pytest 7.4 allows
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    record = record_for(item)
+    _apply_phase(record, report)
+    if report.when == "teardown":
+        info = item.config.stash.get(RUN_INFO_KEY, None)
+        record.upstream = record.upstream or _upstream_of(item)
+        if not record.backend and info:
+            record.backend = info["backend"]
+        setattr(report, REPORT_RECORD_ATTR, record.to_json())
+        if info:
+            setattr(report, REPORT_RUN_INFO_ATTR, info)
+
+
+def _apply_phase(record: CaseRecord, report: pytest.TestReport) -> None:
+    """Fold one phase's report into the record's outcome, duration and longrepr."""
+    record.duration += report.duration
+    xfail_reason = getattr(report, "wasxfail", None)
+    if report.when == "setup":
+        if report.failed:
+            record.outcome = "error"
+            record.longrepr = _failure_text(report)
+        elif report.skipped:
+            record.outcome = "xfailed" if xfail_reason is not None else "skipped"
+            record.longrepr = _skip_text(report, xfail_reason)
+    elif report.when == "call":
+        if xfail_reason is not None and report.skipped:
+            record.outcome = "xfailed"
+            record.longrepr = _skip_text(report, xfail_reason)
+        elif xfail_reason is not None and report.passed:
+            record.outcome = "xpassed"
+            record.longrepr = f"XPASS: {xfail_reason}" if xfail_reason else "XPASS"
+        elif report.failed:
+            record.outcome = "failed"
+            record.longrepr = _failure_text(report)
+        elif report.skipped:
+            record.outcome = "skipped"
+            record.longrepr = _skip_text(report, None)
+        else:
+            record.outcome = "passed"
+    elif report.failed:  # teardown
+        if record.outcome not in FAILED_OUTCOMES:
+            record.outcome = "error"
+        text = _failure_text(report)
+        record.longrepr = f"{record.longrepr}\n\n[teardown]\n{text}" if record.longrepr else text
+
+
+def _failure_text(report: pytest.TestReport) -> str:
+    parts = [report.longreprtext]
+    for name, content in report.sections:
+        parts.append(f"----- {name} -----\n{_short(content, MAX_SECTION_CHARS)}")
+    return "\n".join(parts)
+
+
+def _skip_text(report: pytest.TestReport, xfail_reason: str | None) -> str:
+    if xfail_reason is not None:
+        reason = f"XFAIL: {xfail_reason}" if xfail_reason else "XFAIL"
+        if report.longrepr is None or isinstance(report.longrepr, tuple):
+            return reason
+        return f"{reason}\n{report.longreprtext}"
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return report.longreprtext
+
+
+def _upstream_of(item: pytest.Item) -> str | None:
+    """The upstream test title from user_properties, else the module's `upstream`."""
+    for key, value in item.user_properties:
+        if key == "upstream" and value:
+            return _as_title(value)
+    module = getattr(item, "module", None)
+    value = getattr(module, "upstream", None)
+    return _as_title(value) if value else None
+
+
+def _as_title(value: object) -> str:
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(v) for v in value)
+    return str(value)
+
+
+class _Collector:
+    """Controller-side hooks that gather records; a plugin object because they need the config."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state = config.stash[_STATE_KEY]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, REPORT_RECORD_ATTR, None)
+        if data is not None:
+            delattr(report, REPORT_RECORD_ATTR)  # reports stay in memory; the record lives on here
+            record = CaseRecord.from_json(data)
+            self.state.cases.pop(record.nodeid, None)  # a rerun replaces the earlier record
+            self.state.cases[record.nodeid] = record
+        info = getattr(report, REPORT_RUN_INFO_ATTR, None)
+        if info:  # workers' run info reaches the controller this way
+            mine = self.config.stash.get(RUN_INFO_KEY, None) or {"backend": "", "versions": {}}
+            set_run_info(self.config, mine["backend"] or info.get("backend", ""),
+                         {**info.get("versions", {}), **mine["versions"]})
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            nodeid = report.nodeid or "<collection>"
+            self.state.cases[nodeid] = CaseRecord(
+                nodeid=nodeid, outcome="error", longrepr=f"collection failed\n{report.longreprtext}"
+            )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if _is_worker(config) or _STATE_KEY not in config.stash or config.option.collectonly:
+        return
+    state = config.stash[_STATE_KEY]
+    info = config.stash.get(RUN_INFO_KEY, None) or {}
+    backend = info.get("backend") or str(config.getoption("backend", default="") or "")
+    run = RunRecord(
+        started=state.started_iso,
+        duration=round(time.monotonic() - state.started, 3),
+        host=socket.gethostname(),
+        backend=backend,
+        versions=dict(info.get("versions", {})),
+        cases=list(state.cases.values()),
+        argv=[str(a) for a in config.invocation_params.args],
+    )
+    dissect_failures(run.cases, state.out_dir)
+    run.dump(str(state.out_dir / "results.json"))
+    try:
+        from reports.render import render
+
+        state.report_path = render(run, str(state.out_dir))
+    except Exception as exc:  # a broken report must not hide the test results
+        state.problem = f"HTML report not written: {type(exc).__name__}: {exc}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE_KEY, None)
+    if state is None or _is_worker(config):
+        return
+    if state.report_path:
+        terminalreporter.write_sep("-", f"OVS report: {_host_path(state.report_path)}")
+    elif state.problem:
+        terminalreporter.write_sep("-", f"OVS report: {state.problem}", red=True)
+
+
+def dissect_failures(cases: list[CaseRecord], out_dir: Path) -> None:
+    """Save pcaps of the failed steps of failed cases and attach tshark's decode of what left.
+
+    All captured frames go through one tshark run; each step gets its slice back.
+    """
+    pending: list[tuple[Step, int, int]] = []
+    frames: list[str] = []
+    for case in cases:
+        if case.outcome not in FAILED_OUTCOMES:
+            continue
+        slug = _slug(case.nodeid)
+        for number, step in enumerate(case.steps, 1):
+            if step.ok:
+                continue
+            for kind in ("sent", "expected", "captured"):
+                hexes = getattr(step, kind)
+                if not hexes:
+                    continue
+                rel = f"pcap/{slug}/step{number}-{kind}.pcap"
+                try:
+                    write_pcap(hexes, str(out_dir / rel))
+                    case.artifacts[f"step {number} {kind}.pcap"] = rel
+                except (DissectError, OSError) as exc:
+                    step.dissection_error = f"no pcap: {exc}"
+            if f"step {number} captured.pcap" not in case.artifacts:
+                continue  # nothing left the port, or its frames are not valid hex
+            if len(frames) + len(step.captured) > MAX_DISSECTED_FRAMES:
+                step.dissection_error = f"no dissection: more than {MAX_DISSECTED_FRAMES} frames failed"
+                continue
+            pending.append((step, len(frames), len(step.captured)))
+            frames.extend(step.captured)
+    if not pending:
+        return
+    try:
+        decoded = dissect(frames, str(out_dir / "pcap" / "failed-captured.pcap"))
+    except (DissectError, OSError) as exc:
+        for step, _, _ in pending:
+            step.dissection_error = f"no dissection: {exc}"
+        return
+    for step, start, count in pending:
+        step.dissection = [dict(d, index=d["index"] - start) for d in decoded[start:start + count]]
+
+
+def _slug(nodeid: str) -> str:
+    digest = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', nodeid)[-80:]}-{digest}"
+
+
+def _param_text(value: object) -> str:
+    """A parameter as its id would read: offload specs and enums by their short names."""
+    short = getattr(value, "id", None)
+    if isinstance(short, str):
+        return short
+    enum_value = getattr(value, "value", None)
+    if isinstance(enum_value, (str, int)) and type(value).__module__ != "builtins":
+        return str(enum_value)
+    return str(value)
+
+
+def _host_path(path: str) -> str:
+    """Inside the sealed runtime the checkout is /src; say where it is on the host."""
+    host = os.environ.get("OVSTEST_HOST_SRC")
+    if host and (path == "/src" or path.startswith("/src/")):
+        return host + path[len("/src"):]
+    return path
+
+
+def _short(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more chars]"
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
