@@ -62,6 +62,9 @@ class RxFlags:
 
 
 TX_FEATURES = ("ip", "l4", "out_ip", "out_udp")
+_FEATURE_FLAGS = {"ip": ("ip",), "l4": ("tcp", "udp"), "out_ip": ("out_ip",),
+                  "out_udp": ("out_udp",)}
+_FLAG_FEATURE = {flag: feat for feat, flags in _FEATURE_FLAGS.items() for flag in flags}
 _TX_OPTION = {"ip": "ol_ip_tx_csum", "l4": "ol_l4_tx_csum",
               "out_ip": "ol_out_ip_tx_csum", "out_udp": "ol_out_udp_tx_csum"}
 
@@ -115,18 +118,25 @@ class TxOffloads:
             opts["ol_tso_segsz"] = str(self.tso_segsz)
         return opts
 
-    def leaves_stale(self, feature: str) -> bool:
-        """True if a partial checksum of this kind leaves the port unfinished.
+    def netdev_flags(self) -> frozenset[str]:
+        """The tx offload flags OVS sees on the port (netdev ol_flags).
 
-        netdev_send finishes what the port does not advertise; netdev-dummy, as
-        the "driver", finishes what it advertises unless told `_disabled`.  TSO
-        advertises TCP checksum offload too, which then counts as disabled when
-        ol_l4_tx_csum is off (dummy quirk).
+        Flag names: ip, tcp, udp, out_ip, out_udp (checksums) and tso.  TSO also
+        advertises TCP checksum offload (netdev-dummy's ol_tso_segsz).
         """
-        if feature == "tcp" and self.tso_segsz and "l4" not in self.advertised:
-            return True
-        key = "l4" if feature in ("tcp", "udp") else feature
-        return key in self.disabled
+        flags = {flag for feat in self.advertised for flag in _FEATURE_FLAGS[feat]}
+        if self.tso_segsz:
+            flags |= {"tso", "tcp"}
+        return frozenset(flags)
+
+    def driver_flags(self) -> frozenset[str]:
+        """The flags netdev-dummy, as the driver, passes when it finishes the
+        checksums itself: those advertised but not actually done (`_disabled`).
+        A TCP checksum advertised only through TSO counts as not done when
+        ol_l4_tx_csum is off (dummy quirk)."""
+        done = self.advertised - self.disabled
+        return frozenset(f for f in self.netdev_flags()
+                         if f != "tso" and _FLAG_FEATURE[f] not in done)
 
     @property
     def id(self) -> str:

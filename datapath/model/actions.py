@@ -7,6 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
+from datapath.model.tunnel import TunnelSpec, push
 
 
 class Action:
@@ -61,7 +62,7 @@ class SetL4Port(Action):
         src = pkt.u16(pkt.l4)
         dst = pkt.u16(pkt.l4 + 2)
         new_src, new_dst = (self.port, dst) if self.field == "src" else (src, self.port)
-        if pkt.l4_csum.valid:
+        if pkt.outer.l4_csum.valid:
             pkt.patch_l4_csum(b"", b"", self.ofctl())
         else:
             for old, new in ((src, new_src), (dst, new_dst)):
@@ -70,6 +71,23 @@ class SetL4Port(Action):
                                       self.ofctl())
         pkt.put16(pkt.l4, new_src)
         pkt.put16(pkt.l4 + 2, new_dst)
+
+
+@dataclass(frozen=True)
+class PushTunnel(Action):
+    """What output to a native tunnel port does: push the tunnel header.
+
+    The case still needs an Output to the underlay port after it; the OpenFlow
+    action is the output to the tunnel port itself."""
+
+    spec: "TunnelSpec"
+    ofport: str
+
+    def ofctl(self) -> str:
+        return f"output:{self.ofport}"
+
+    def apply(self, pkt: Packet) -> None:
+        push(pkt, self.spec)
 
 
 @dataclass(frozen=True)
@@ -104,4 +122,11 @@ def output(port: str) -> Output:
 
 
 def ofctl_actions(actions: list[Action]) -> str:
-    return ",".join(a.ofctl() for a in actions)
+    """The OpenFlow actions: a tunnel push and the underlay output it implies are one
+    `output:TUNNEL` (the underlay output is the underlay bridge's doing)."""
+    parts: list[str] = []
+    for i, a in enumerate(actions):
+        if isinstance(a, Output) and i and isinstance(actions[i - 1], PushTunnel):
+            continue
+        parts.append(a.ofctl())
+    return ",".join(parts)
