@@ -41,6 +41,10 @@ def _tail(path: Path, n: int = 25) -> str:
     return "\n".join(lines[-n:])
 
 
+def _line_end(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
 class Daemon:
     """One OVS daemon run as our child, with its unixctl connection."""
 
@@ -93,9 +97,10 @@ class Daemon:
             self._client = None
             self.assert_alive(f"during '{command}'")
             raise SandboxError(f"unixctl '{command}' to {self.name}: {os.strerror(error)}")
+        # Like ovs-appctl: a non-empty reply always ends with a newline.
         if reply_error is not None:
-            return 2, "", str(reply_error)
-        return 0, str(result), ""
+            return 2, "", _line_end(str(reply_error))
+        return 0, _line_end(str(result)), ""
 
     def stop(self, command: list[str], timeout: float) -> None:
         """Ask the daemon to exit and reap it; kill it if it does not."""
@@ -127,7 +132,7 @@ class Sandbox:
     """A running ovsdb-server + ovs-vswitchd pair in a private run directory."""
 
     def __init__(self, install: OvsInstall, rundir: Path, transcript: Transcript | None = None,
-                 *, dummy_numa: str | None = None, enable_dummy: str = "override",
+                 *, dummy_numa: str | None = None, enable_dummy: str = "",
                  vswitchd_args: Iterable[str] = (), log_allow: Iterable[str] = ()) -> None:
         self.install = install
         self.rundir = rundir

@@ -1,0 +1,32 @@
+"""Tunnel checksums as upstream tests them: dpif-netdev.at 1122-1133.
+
+'IPv4/IPv6 vxlan tunnel - {no offload, ip, tcp, udp, IPv6 tcp, IPv6 udp csum
+offload}': traffic from p1 is rewritten, pushed into VXLAN port t1 and leaves
+the underlay port p2.  Every forward of every upstream test is one id here,
+and every frame is compared in full with the model's (upstream checks the last
+pcap line after each forward).
+"""
+from __future__ import annotations
+
+import pytest
+
+from fixtures.tunnel import INNERS, Step, model_actions, spec, upstream_steps, upstream_title
+
+PARAMS = [
+    pytest.param(ul, inner, step, id=f"ul{ul}-{inner}-{step.id}",
+                 marks=pytest.mark.upstream(upstream_title(ul, inner)))
+    for ul in (4, 6) for inner in INNERS for step in upstream_steps(inner)
+]
+
+
+@pytest.mark.parametrize("underlay,inner,step", PARAMS)
+def test_vxlan_upstream(tunnel_bench, underlay: int, inner: str, step: Step) -> None:
+    """Verifies the outer header (addresses, lengths, DF, TTL, UDP ports, VNI),
+    the outer UDP checksum (0 with csum off; complete, via the nested-checksum
+    shortcut or in full, with csum on; ffff left by a _disabled driver), the
+    outer IPv4 checksum, and the inner checksums after the rewrite."""
+    bench, record = tunnel_bench("vxlan", underlay)
+    inn = INNERS[inner]
+    tun = spec("vxlan", underlay, step.csum)
+    bench.forward(record, tun, inn.match(), model_actions(inn, tun),
+                  [inn.frames()[step.frame]], step.rx, step.tx)
