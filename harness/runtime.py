@@ -44,6 +44,7 @@ PACKAGES = [
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-openvswitch",
     "python3-pyroute2", "python3-pytest-xdist", "python3-pytest-timeout",
+    "chromium", "fonts-dejavu-core",
 ]
 
 # Variables that may cross into the sealed runtime.

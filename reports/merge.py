@@ -1,6 +1,9 @@
-"""Merge results.json files of several runs (CI shards) into one results.json and index.html.
+"""Merge results.json files of several runs (CI shards) into one results.json and report.
 
-    python3 -m reports.merge shard1/results.json shard2/results.json -o merged/
+    python3 -m reports.merge shard1/results.json shard2/ -o merged/
+
+A directory stands for its results.json.  The merged report is a full one: index,
+matrix (with a `run` axis), case pages, reproducers and traceability.
 
 Cases are concatenated; each keeps a label naming the run it came from, so the same
 nodeid run by two shards shows twice. Artifact paths are rewritten to stay valid from
@@ -137,20 +140,23 @@ def _relocate(path: str, source_dir: str, out_dir: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m reports.merge", description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", help="results.json files to merge")
-    parser.add_argument("-o", "--out-dir", required=True, help="directory for results.json and index.html")
+    parser.add_argument("results", nargs="+", help="results.json files (or directories holding one)")
+    parser.add_argument("-o", "--out-dir", required=True, help="directory for results.json and the report")
+    parser.add_argument("--all-cases", action="store_true",
+                        help="write a case page for every case, passed and skipped ones too")
     args = parser.parse_args(argv)
-    labels = run_labels(args.results)
+    paths = [os.path.join(p, "results.json") if os.path.isdir(p) else p for p in args.results]
+    labels = run_labels(paths)
     try:
         inputs = []
-        for label, path in zip(labels, args.results):
+        for label, path in zip(labels, paths):
             run = RunRecord.load(path)
             check_run(run, path)
             inputs.append((label, path, run))
         merged = merge(inputs, args.out_dir)
         os.makedirs(args.out_dir, exist_ok=True)
         merged.dump(os.path.join(args.out_dir, "results.json"))
-        report = render(merged, args.out_dir)
+        report = render(merged, args.out_dir, all_pages=args.all_cases)
     except (ValueError, OSError) as exc:
         print(f"reports.merge: error: {exc}", file=sys.stderr)
         return 2

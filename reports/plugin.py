@@ -8,9 +8,8 @@ only process that writes files.
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import re
+import shutil
 import socket
 import time
 from collections.abc import Generator
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 
 from reports.dissect import DissectError, dissect, write_pcap
-from reports.records import CaseRecord, RunRecord, Step
+from reports.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step, case_slug
 
 RECORD_KEY = pytest.StashKey[CaseRecord]()
 RUN_INFO_KEY = pytest.StashKey[dict[str, Any]]()
@@ -34,7 +33,7 @@ REPORT_RUN_INFO_ATTR = "ovs_run_info"
 MAX_PARAM_CHARS = 300
 MAX_SECTION_CHARS = 20000
 MAX_DISSECTED_FRAMES = 2000
-FAILED_OUTCOMES = ("failed", "error")
+PCAP_DIR = "pcap"
 
 
 @dataclass
@@ -58,6 +57,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--out-dir", dest="reports_out_dir", default=None, metavar="DIR",
         help="where results.json, index.html, junit.xml and artifacts go "
              "(default: reports/out under the rootdir)",
+    )
+    group.addoption(
+        "--report-all-cases", dest="reports_all_cases", action="store_true", default=False,
+        help="write a case page for every case, passed and skipped ones too "
+             "(default: failed, error and xfailed cases only)",
     )
 
 
@@ -185,10 +189,13 @@ def _skip_text(report: pytest.TestReport, xfail_reason: str | None) -> str:
 
 
 def _upstream_of(item: pytest.Item) -> str | None:
-    """The upstream test title from user_properties, else the module's `upstream`."""
+    """The upstream test title: user_properties, the `upstream` marker, the module's `upstream`."""
     for key, value in item.user_properties:
         if key == "upstream" and value:
             return _as_title(value)
+    marker = item.get_closest_marker("upstream")
+    if marker is not None and marker.args:
+        return _as_title(marker.args[0])
     module = getattr(item, "module", None)
     value = getattr(module, "upstream", None)
     return _as_title(value) if value else None
@@ -244,12 +251,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         cases=list(state.cases.values()),
         argv=[str(a) for a in config.invocation_params.args],
     )
+    shutil.rmtree(state.out_dir / PCAP_DIR, ignore_errors=True)  # an earlier run's
     dissect_failures(run.cases, state.out_dir)
     run.dump(str(state.out_dir / "results.json"))
     try:
         from reports.render import render
 
-        state.report_path = render(run, str(state.out_dir))
+        state.report_path = render(run, str(state.out_dir),
+                                   all_pages=bool(config.getoption("reports_all_cases")))
     except Exception as exc:  # a broken report must not hide the test results
         state.problem = f"HTML report not written: {type(exc).__name__}: {exc}"
 
@@ -265,24 +274,23 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def dissect_failures(cases: list[CaseRecord], out_dir: Path) -> None:
-    """Save pcaps of the failed steps of failed cases and attach tshark's decode of what left.
+    """Save pcaps of every step of failed, error and xfailed cases, and attach tshark's
+    decode (with checksum verdicts) of what left.
 
     All captured frames go through one tshark run; each step gets its slice back.
     """
     pending: list[tuple[Step, int, int]] = []
     frames: list[str] = []
     for case in cases:
-        if case.outcome not in FAILED_OUTCOMES:
+        if case.outcome not in DETAIL_OUTCOMES:
             continue
-        slug = _slug(case.nodeid)
+        slug = case_slug(case.nodeid)
         for number, step in enumerate(case.steps, 1):
-            if step.ok:
-                continue
             for kind in ("sent", "expected", "captured"):
                 hexes = getattr(step, kind)
                 if not hexes:
                     continue
-                rel = f"pcap/{slug}/step{number}-{kind}.pcap"
+                rel = f"{PCAP_DIR}/{slug}/step{number}-{kind}.pcap"
                 try:
                     write_pcap(hexes, str(out_dir / rel))
                     case.artifacts[f"step {number} {kind}.pcap"] = rel
@@ -298,18 +306,13 @@ def dissect_failures(cases: list[CaseRecord], out_dir: Path) -> None:
     if not pending:
         return
     try:
-        decoded = dissect(frames, str(out_dir / "pcap" / "failed-captured.pcap"))
+        decoded = dissect(frames, str(out_dir / PCAP_DIR / "all-captured.pcap"))
     except (DissectError, OSError) as exc:
         for step, _, _ in pending:
             step.dissection_error = f"no dissection: {exc}"
         return
     for step, start, count in pending:
         step.dissection = [dict(d, index=d["index"] - start) for d in decoded[start:start + count]]
-
-
-def _slug(nodeid: str) -> str:
-    digest = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
-    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', nodeid)[-80:]}-{digest}"
 
 
 def _param_text(value: object) -> str:

@@ -7,9 +7,33 @@ field JSON-friendly: strings, numbers, lists and dicts only.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+# Outcomes from worst to best; anything else sorts after them.
+OUTCOME_ORDER = ("failed", "error", "xpassed", "xfailed", "skipped", "passed", "unknown")
+FAILED_OUTCOMES = ("failed", "error")
+# Outcomes that always get a case page, pcaps, a dissection and a reproducer.
+DETAIL_OUTCOMES = ("failed", "error", "xfailed")
+
+
+def outcome_rank(outcome: str) -> int:
+    """Position of an outcome in OUTCOME_ORDER (unknown names last)."""
+    try:
+        return OUTCOME_ORDER.index(outcome)
+    except ValueError:
+        return len(OUTCOME_ORDER)
+
+
+def case_slug(nodeid: str, run: str = "") -> str:
+    """A file name for a case: its test name and parameters, plus a hash of the full id."""
+    key = f"{run}\n{nodeid}" if run else nodeid
+    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+    name = re.sub(r"[^A-Za-z0-9_.=+-]+", "_", nodeid.split("::")[-1]).strip("_")[:80]
+    return f"{name}-{digest}" if name else digest
 
 
 @dataclass
@@ -47,6 +71,8 @@ class Step:
 
 @dataclass
 class CaseRecord:
+    """Everything the report knows about one test case."""
+
     nodeid: str
     outcome: str = "unknown"  # passed, failed, error, skipped, xfailed, xpassed
     duration: float = 0.0
@@ -59,6 +85,8 @@ class CaseRecord:
     log_excerpt: list[str] = field(default_factory=list)  # vswitchd log lines of this case
     artifacts: dict[str, str] = field(default_factory=dict)  # label -> path relative to the output dir
     run: str = ""  # label of the run this case came from, set when several runs are merged
+    # Measured figures, e.g. {"gbps_tso_off": 1.4, "retransmits_tso_off": 12} (throughput cases).
+    metrics: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -68,7 +96,8 @@ class CaseRecord:
         data = dict(data)
         data["commands"] = [_build(Command, c) for c in data.get("commands", [])]
         data["steps"] = [_build(Step, s) for s in data.get("steps", [])]
-        return _build(cls, data)
+        record: CaseRecord = _build(cls, data)
+        return record
 
 
 def _build(cls: Any, data: dict[str, Any]) -> Any:

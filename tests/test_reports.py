@@ -167,6 +167,9 @@ def test_plugin_records_every_outcome(pytester: pytest.Pytester) -> None:
     assert all(case.duration > 0 for case in cases.values())
     html = (out_dir / "index.html").read_text()
     assert "test_setup_error" in html and "numbers differ" in html
+    pages = {p.name.split("-")[0] for p in (out_dir / "case").iterdir()}
+    assert pages == {"test_fail", "test_setup_error", "test_teardown_error", "test_xfail",
+                     "test_xfail_not_run", "test_xpass_strict"}
     junit = (out_dir / "junit.xml").read_text()
     assert junit.count("<testcase") == 11
     assert any(line.strip("- ").startswith("OVS report:") for line in result.outlines)
@@ -175,9 +178,10 @@ def test_plugin_records_every_outcome(pytester: pytest.Pytester) -> None:
 def test_plugin_out_dir_and_user_junitxml(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_one="def test_ok():\n    pass\n")
     pytester.runpytest("-p", "reports.plugin", "-p", "no:cacheprovider",
-                       "--out-dir", "custom", "--junitxml", "mine.xml")
+                       "--out-dir", "custom", "--junitxml", "mine.xml", "--report-all-cases")
     assert (pytester.path / "custom" / "results.json").is_file()
     assert (pytester.path / "custom" / "index.html").is_file()
+    assert [p.name.split("-")[0] for p in (pytester.path / "custom" / "case").iterdir()] == ["test_ok"]
     assert (pytester.path / "mine.xml").is_file()
     assert not (pytester.path / "custom" / "junit.xml").exists()
 
@@ -214,17 +218,19 @@ def test_render_puts_failures_first_and_escapes(tmp_path: Path) -> None:
     cases = [_case("t.py::test_passing", "passed"), _case("t.py::test_xf", "xfailed", longrepr="XFAIL: bug"),
              _failed_case(), _case("t.py::test_broken_setup", "error", longrepr="E   RuntimeError: boom")]
     html = Path(render(_run(cases), str(tmp_path))).read_text()
-    failed_details = html.index('id="case-1"')
-    table = html.index('<table id="cases">')
-    assert failed_details < table
-    assert html.index("test_fwd[csum_on]") < html.index("test_broken_setup") < html.index("test_passing")
-    assert "got &lt;script&gt;alert(1)&lt;/script&gt;" in html
+    failures = html[html.index('id="failure-list"'):html.index('id="matrix-section"')]
+    assert failures.index("test_fwd[csum_on]") < failures.index("test_broken_setup")
+    assert "test_passing" not in failures and "test_xf" not in failures
+    assert "1 failed" in html and "1 error" in html and "4.0.0" in html
     assert "<script>alert(1)" not in html
-    assert '<span class="d">ff</span>' in html  # byte that differs from the expected frame
-    assert "IP good, TCP stale" in html and "rewrite nw_ttl" in html
-    assert 'href="repro/fwd.sh"' in html and "no bridge" in html and "bad thing" in html
-    assert html.count('<details class="case') == 3  # failed, error, xfailed; passed only a row
-    assert "1 failed" in html and "1 error" in html and "ovs 4.0.0" in html
+    pages = sorted(p.name for p in (tmp_path / "case").iterdir())
+    assert len(pages) == 3 and not any("test_passing" in p for p in pages)  # failed, error, xfailed
+    page = next((tmp_path / "case").glob("test_fwd*.html")).read_text()
+    assert "got &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert(1)" not in page
+    assert '<span class="d">ff</span>' in page  # byte that differs from the expected frame
+    assert "IP good, TCP stale" in page and "rewrite nw_ttl" in page
+    assert 'href="../repro/fwd.sh"' in page and "no bridge" in page and "bad thing" in page
 
 
 def test_render_survives_empty_and_sparse_records(tmp_path: Path) -> None:
@@ -234,7 +240,9 @@ def test_render_survives_empty_and_sparse_records(tmp_path: Path) -> None:
         Step("", "", "", [], [], ["zz"], False, dissection=[{"layers": [{"name": "ip"}]}, "junk"]),
     ])
     html = Path(render(_run([sparse, _case("t.py::odd", "weird")]), str(tmp_path / "sparse"))).read_text()
-    assert "not hex: zz" in html and "expected 0 frame(s), captured 1" in html and "weird" in html
+    assert "weird" in html
+    page = next((tmp_path / "sparse" / "case").glob("test_sparse*.html")).read_text()
+    assert "not hex: zz" in page and "expected 0 frame(s), captured 1" in page
 
 
 def _write_run(path: Path, run: RunRecord) -> str:
@@ -250,7 +258,7 @@ def test_merge_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
                         _run([_case("t.py::test_same", "failed", longrepr="E  flaky")], backend="tap",
                              versions={"ovs": "4.0.0", "dpdk": "25.11.4"}))
     out = tmp_path / "merged"
-    assert merge_main([first, second, "-o", str(out)]) == 0
+    assert merge_main([first, str(Path(second).parent), "-o", str(out)]) == 0  # a directory: its results.json
     merged = RunRecord.load(str(out / "results.json"))
     assert [(c.nodeid, c.run) for c in merged.cases if c.nodeid == "t.py::test_same"] == [
         ("t.py::test_same", "shard-a"), ("t.py::test_same", "shard-b")]
@@ -261,6 +269,13 @@ def test_merge_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert merged.cases[0].artifacts["reproducer"] == "../shard-a/repro/fwd.sh"
     html = (out / "index.html").read_text()
     assert "shard-b" in html and "Merged runs" in html
+    # The same id failed in shard b only: one page for it, named after its run.
+    pages = [p.read_text() for p in (out / "case").glob("test_same*.html")]
+    assert len(pages) == 1 and "shard-b" in pages[0] and "flaky" in pages[0]
+    data = json.loads(html.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert {"name": "run", "values": ["shard-a", "shard-b"]} in data["axes"]
+    assert len(list((out / "repro").iterdir())) == 1  # the reproducer of the failure, rebuilt here
+    assert (out / "upstream.html").is_file()
     assert "merged 2 runs, 3 cases" in capsys.readouterr().out
 
 
@@ -339,5 +354,7 @@ def test_dissect_reports_checksum_verdicts(tmp_path: Path) -> None:
     case = _case("t.py::test_bad", "failed", steps=[Step("s", "p1", "p2", [GOOD_UDP], [GOOD_UDP], [bad_ip], False)])
     dissect_failures([case], tmp_path / "out")
     assert case.steps[0].dissection[0]["layers"][1]["checksums"][0]["status"] == "bad"
-    html = Path(render(_run([case]), str(tmp_path / "out"))).read_text()
-    assert "tshark on captured frames" in html and "(should be 0x7ccc)" in html
+    render(_run([case]), str(tmp_path / "out"))
+    page = next((tmp_path / "out" / "case").glob("test_bad*.html")).read_text()
+    assert "tshark on the captured frames" in page and "(should be 0x7ccc)" in page
+    assert 'href="../pcap/' in page and "captured.pcap" in page
