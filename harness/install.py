@@ -52,6 +52,10 @@ class OvsInstall:
     version_text: str
     dpdk_version: str | None = None
     notes: list[str] = field(default_factory=list)
+    # An ovs-vswitchd built with DPDK: the main one if it has DPDK, else a separate
+    # binary such as Debian's ovs-vswitchd-dpdk (openvswitch-switch-dpdk).  None: no
+    # DPDK build found, and the dpdk backend is skipped.
+    vswitchd_dpdk: Path | None = None
 
     @classmethod
     def locate(cls, bindir: str | None = None) -> "OvsInstall":
@@ -82,9 +86,12 @@ class OvsInstall:
                 f"{tools['ovs-vswitchd']} is Open vSwitch {'.'.join(map(str, version))}; "
                 f"this suite needs >= {'.'.join(map(str, MIN_OVS))}")
         dpdk = re.search(r"DPDK\s+(\S+)", out)
+        vswitchd_dpdk, dpdk_version = (
+            (tools["ovs-vswitchd"], dpdk.group(1)) if dpdk
+            else _find_dpdk_vswitchd(base, tools, version))
         return cls(tools=tools, schema=cls._find_schema(base, tools), version=version,
                    version_text=out.strip().splitlines()[0],
-                   dpdk_version=dpdk.group(1) if dpdk else None)
+                   dpdk_version=dpdk_version, vswitchd_dpdk=vswitchd_dpdk)
 
     @staticmethod
     def _find_schema(base: Path | None, tools: dict[str, Path]) -> Path:
@@ -113,6 +120,30 @@ class OvsInstall:
 
     def tool(self, name: str) -> str:
         return str(self.tools[name])
+
+
+def _find_dpdk_vswitchd(base: Path | None, tools: dict[str, Path],
+                        version: tuple[int, ...]) -> tuple[Path | None, str | None]:
+    """A DPDK-enabled ovs-vswitchd of the same OVS version next to the main one:
+    `ovs-vswitchd-dpdk` in the search directories, or Debian's alternative in
+    <prefix>/lib/openvswitch-switch-dpdk/.  Returns (path, DPDK version)."""
+    main = tools["ovs-vswitchd"]
+    real = main.resolve()
+    cands = [d / "ovs-vswitchd-dpdk" for d in _search_dirs(base)]
+    for prefix in dict.fromkeys((main.parent.parent, real.parent.parent, real.parent.parent.parent)):
+        cands.append(prefix / "lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
+    for cand in dict.fromkeys(cands):
+        if not (cand.is_file() and os.access(cand, os.X_OK)):
+            continue
+        try:
+            out = subprocess.run([str(cand), "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        dpdk = re.search(r"DPDK\s+(\S+)", out)
+        if dpdk and parse_ovs_version(out) == version:
+            return cand, dpdk.group(1)
+    return None, None
 
 
 def which(name: str) -> str | None:

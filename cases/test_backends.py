@@ -1,0 +1,247 @@
+"""Real port types: what OVS negotiates with the kernel and with DPDK drivers,
+and frames through net_pcap and vhost-user (dpdk-testpmd) ports.
+
+These cases are about one backend each and run whenever that backend can run
+here (root, a DPDK build), whatever --backend says; --backend selects the
+backends of the shared checksum cases (the `two_ports` topology).
+"""
+from __future__ import annotations
+
+import pytest
+
+from datapath import model
+from datapath.backends import dpdk, tap
+from datapath.backends.kernel import tx_from_status
+from datapath.backends.netns import ethtool_features
+from datapath.backends.testpmd import TestPmdError
+from datapath.backends.vhost import (Guest, GuestInjector, VhostUserClientPort,
+                                     short_socket_path)
+from datapath.model.actions import mod_tp_dst, output
+from datapath.offloads import CsumState, RxFlags, TxOffloads
+from fixtures.frames import ETH_DST, ETH_SRC, compose, with_l4_csum
+from harness.control import check
+from harness.expect import send_and_expect
+from harness.wait import wait_until
+from reports.plugin import record_for
+
+TSO = [pytest.param(False, id="tso_off"), pytest.param(True, id="tso_on")]
+VIRTIO_NET_F_CSUM = 1 << 0  # the guest may send partial checksums
+STATUS_OFFLOAD_KEYS = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum_offload",
+                       "tx_tcp_seg_offload")
+
+
+@pytest.mark.parametrize("tso", TSO)
+def test_tap_port_offloads_follow_userspace_tso(real_env, tso: bool) -> None:
+    """A tap port: OVS asks the kernel (TUNSETOFFLOAD) for checksum offload always
+    and for TSO4/TSO6 only with userspace TSO (Documentation/topics/userspace-tso).
+
+    Verifies, on the tap's kernel side, before and after it moves to the peer
+    namespace: tx-checksum-ip-generic on; tx-tcp-segmentation on exactly when
+    userspace-tso-enable is true.  Interface status must not claim an offload
+    the kernel did not grant (OVS 4.0 reports no tx_*_offload keys for tap ports
+    at all: dpif_port_add() skips netdev_set_dpif_type() for them)."""
+    env = real_env("tap", tso=tso)
+    tap.add_bridge(env.sb, "br1")
+    port = env.own(tap.TapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
+    record_for_case = {k: str(v) for k, v in port.status.items()}
+    assert port.features.get("tx-checksum-ip-generic") is True, port.features
+    assert port.features.get("tx-tcp-segmentation") is tso, port.features
+    assert port.features.get("tx-tcp6-segmentation") is tso, port.features
+    after = ethtool_features(env.peer("p1"), "p1")
+    for key in ("tx-checksum-ip-generic", "tx-tcp-segmentation", "tx-tcp6-segmentation"):
+        assert after.get(key) == port.features.get(key), key
+    assert port.status.get("driver_name") == "tun", record_for_case
+    for key in STATUS_OFFLOAD_KEYS:
+        granted = {"tx_tcp_csum_offload": True, "tx_udp_csum_offload": True,
+                   "tx_ip_csum_offload": False, "tx_tcp_seg_offload": tso}[key]
+        if key in port.status and not granted:
+            assert port.status[key] == "false", (key, port.status)
+
+
+@pytest.mark.parametrize("tso", TSO)
+@pytest.mark.parametrize("csum", [False, True], ids=["tx_off", "tx_on"])
+def test_veth_port_offloads_follow_ethtool(real_env, tso: bool, csum: bool) -> None:
+    """A system port on a veth: OVS reads the device's ethtool features when it
+    opens it, and only with userspace TSO (the AF_PACKET socket needs a
+    virtio-net header to offload anything).
+
+    Verifies Interface status: with userspace TSO off every tx_*_offload is
+    false; with it on, TCP and UDP checksum offload follow tx-checksum-ip-generic
+    and TCP segmentation follows tx-tcp-segmentation; IPv4 header checksum
+    offload is never claimed (a kernel device has no such offload)."""
+    env = real_env("tap", tso=tso)
+    tap.add_bridge(env.sb, "br1")
+    port = env.own(tap.VethPort(env.sb, "br1", "p2", 2, env.switch_ns, env.peer("p2"),
+                                userspace_tso=tso, csum=csum, tso=True))
+    feats = port.features
+    assert feats.get("tx-checksum-ip-generic") is csum, feats
+    want = {"tx_ip_csum_offload": False,
+            "tx_tcp_csum_offload": tso and csum, "tx_udp_csum_offload": tso and csum,
+            "tx_tcp_seg_offload": tso and csum and bool(feats.get("tx-tcp-segmentation"))}
+    got = {k: port.status.get(k) == "true" for k in want}
+    assert got == want, port.status
+
+
+@pytest.mark.parametrize("tso", TSO)
+def test_dpdk_net_tap_offloads(real_env, tso: bool) -> None:
+    """A dpdk port on a net_tap vdev (n_rxq=2: net_tap needs as many rx as tx queues).
+
+    Verifies Interface status: driver net_tap, rx checksum offload on, tx IPv4,
+    TCP and UDP checksum offload on, TCP segmentation offload exactly when
+    userspace TSO is on; and that the PMD's kernel tap moved to the peer
+    namespace and is up there."""
+    env = real_env("dpdk", tso=tso)
+    tap.add_bridge(env.sb, "br1")
+    port = env.own(dpdk.DpdkTapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
+    status = port.status
+    assert status.get("driver_name") == "net_tap", status
+    assert status.get("rx_csum_offload") == "true", status
+    offloads, seg = tx_from_status(status)
+    assert offloads.advertised >= {"ip", "l4"}, status
+    assert seg is tso, status
+    assert "p1" in env.peer("p1").links()
+
+
+def test_dpdk_net_pcap_forward(real_env, request: pytest.FixtureRequest) -> None:
+    """Frames in and out through pcap files: p1 and p2 are net_pcap ports, and a
+    flow rewrites the TCP/UDP destination port on the way.
+
+    Verifies every frame that leaves p2 against the model (net_pcap stamps no
+    checksum flags and offers no tx offload: incremental checksum updates, a bad
+    checksum stays bad), over two sends (the rx port restarts on a new file)."""
+    env = real_env("dpdk")
+    sb = env.sb
+    tap.add_bridge(sb, "br1")
+    p1 = dpdk.DpdkPcapPort(sb, "br1", "p1", 1)
+    p2 = dpdk.DpdkPcapPort(sb, "br1", "p2", 2)
+    env.cleanup.defer("close pcap readers", lambda: (p1.close(), p2.close()))
+    assert p1.tx == TxOffloads() and not p1.tso, p1.status
+    actions = [mod_tp_dst(2222), output("p2")]
+    check(sb.ofctl("add-flow", "br1", "in_port=1,actions=mod_tp_dst:2222,output:2"))
+    steps = record_for(request.node).steps
+    for title, frames in (("tcp4 good+bad", [compose("tcp", 4),
+                                             with_l4_csum(compose("tcp", 4), 0xDEAD)]),
+                          ("udp6", [compose("udp", 6)])):
+        expected = model.Expected(frames=[])
+        for frame in frames:
+            expected.extend(model.forward(frame, actions, p2.tx, p1.rx_flags_for(frame)))
+        send_and_expect(p1, frames, p2, expected, title=title, steps=steps)
+
+
+# ----------------------------------------------------------------------------
+# vhost-user with dpdk-testpmd as the guest
+
+
+def _vhost_bench(env, frames: list[bytes]):  # type: ignore[no-untyped-def]
+    """br1: v1 (dpdkvhostuserclient, testpmd behind it) and p2 (net_pcap).
+
+    testpmd is the vhost-user server: it is started first, OVS's client port is
+    added once the socket exists, and testpmd's prompt comes once OVS connected."""
+    sb = env.sb
+    tap.add_bridge(sb, "br1")
+    sock, remove = short_socket_path("v1")
+    env.cleanup.defer("remove the vhost-user socket", remove)
+    # The csum engine writes the port's MAC as source and the peer MAC as
+    # destination: make them the frames' own, so that only checksums change.
+    guest = Guest(sb.rundir / "guest", sock, frames, log=sb.rundir / "testpmd.log",
+                  mac=ETH_SRC)
+    env.cleanup.defer("quit testpmd", guest.pmd.quit)
+    guest.pmd.spawn()
+    wait_until(lambda: sock.exists() or not guest.pmd.alive(), 30,
+               what="testpmd to create the vhost-user socket")
+    sb.allow_log(r"VHOST_CONFIG: \(\S+\) failed to connect")  # if OVS was quicker
+    v1 = VhostUserClientPort(sb, "br1", "v1", 1, sock)
+    p2 = dpdk.DpdkPcapPort(sb, "br1", "p2", 2)
+    env.cleanup.defer("close p2", p2.close)
+    guest.pmd.wait_ready()
+    v1.wait_connected()
+    guest.pmd.set_peer_mac(0, ETH_DST)
+    return v1, p2, guest
+
+
+@pytest.mark.parametrize("engine", ["io", "csum"])
+def test_vhost_guest_to_ovs(real_env, request: pytest.FixtureRequest, engine: str) -> None:
+    """testpmd (virtio-user) sends into OVS through a dpdkvhostuserclient port;
+    OVS rewrites the L4 destination port and sends to a net_pcap port.
+
+    io: the guest passes frames as they are: no checksum flags, the good and
+    the bad checksum are updated incrementally.  csum with `csum set tcp|udp hw
+    0`: the guest hands them over as virtio NEEDS_CSUM, so OVS holds them
+    L4-partial and must finish the checksum itself for the net_pcap port (no tx
+    offload): both frames leave with a correct checksum.  Also verifies the
+    guest's port counters and that the partial flags were negotiated."""
+    # One flow: OVS may reorder frames of different flows within one rx batch.
+    frames = [compose("tcp", 4), with_l4_csum(compose("tcp", 4), 0xBEEF)]
+    env = real_env("dpdk")
+    v1, p2, guest = _vhost_bench(env, frames)
+    pmd = guest.pmd
+    rx = RxFlags()
+    if engine == "csum":
+        pmd.stop_port(0)
+        for layer in ("ip", "tcp", "udp"):
+            pmd.set_csum(0, layer, "hw" if layer != "ip" else "sw")
+        assert pmd.csum_show(0).get("TCP") == "hw"
+        pmd.start_port(0)
+        v1.wait_connected()
+        caps = pmd.tx_offload_capabilities(0)
+        if not {"TCP_CKSUM", "UDP_CKSUM"} <= caps:
+            pytest.skip(f"virtio-user offers no TCP/UDP tx checksum offload here ({caps})")
+        features = int(v1.status.get("features", "0"), 16)
+        assert features & VIRTIO_NET_F_CSUM, f"VIRTIO_NET_F_CSUM not negotiated: {v1.status}"
+        assert {"TCP_CKSUM", "UDP_CKSUM"} <= pmd.tx_offload_configuration(0)
+        rx = RxFlags(l4=CsumState.PARTIAL)
+    check(env.sb.ofctl("add-flow", "br1", "in_port=1,actions=mod_tp_dst:2222,output:2"))
+    actions = [mod_tp_dst(2222), output("p2")]
+    expected = model.Expected(frames=[])
+    for frame in frames:
+        expected.extend(model.forward(frame, actions, p2.tx, rx))
+    pmd.clear_port_stats()
+    send_and_expect(GuestInjector(guest, v1, engine), frames, p2, expected,
+                    title=f"testpmd {engine} -> v1 -> p2",
+                    steps=record_for(request.node).steps, timeout=15)
+    stats = pmd.port_stats(1)
+    assert stats.rx_packets == len(frames), stats
+    assert pmd.port_stats(0).tx_packets == len(frames)
+    pmd.stop_forwarding()
+
+
+def test_ovs_to_vhost_guest(real_env, request: pytest.FixtureRequest) -> None:
+    """OVS sends to a dpdkvhostuserclient port; testpmd (io engine) writes what
+    its virtio-user port receives to a pcap file.
+
+    Verifies the frames the guest got against the model (from a net_pcap port:
+    no flags, incremental update), the guest's rx counter, and that the OVS
+    port's negotiated offloads are in its status."""
+    env = real_env("dpdk")
+    v1, p2, guest = _vhost_bench(env, [])
+    pmd = guest.pmd
+    for key in STATUS_OFFLOAD_KEYS:
+        assert key in v1.status, v1.status
+    info = pmd.port_info(0)
+    assert info.driver == "net_virtio_user" and info.link_up, info
+    pmd.start_forwarding("io")
+    check(env.sb.ofctl("add-flow", "br1", "in_port=2,actions=mod_tp_dst:2222,output:1"))
+    actions = [mod_tp_dst(2222), output("v1")]
+
+    class GuestCapture:
+        name = "v1 (testpmd io -> pcap)"
+
+        def read_tx(self) -> list[bytes]:
+            return guest.received()
+    sent = 0
+    # One flow per send: OVS may reorder frames of different flows in one rx batch.
+    for title, frames in (("tcp4", [compose("tcp", 4)]),
+                          ("udp6 good+bad", [compose("udp", 6),
+                                             with_l4_csum(compose("udp", 6), 0x1234)])):
+        expected = model.Expected(frames=[])
+        for frame in frames:
+            expected.extend(model.forward(frame, actions, v1.tx, p2.rx_flags_for(frame)))
+        send_and_expect(p2, frames, GuestCapture(), expected,  # type: ignore[arg-type]
+                        title=f"p2 -> v1 -> testpmd: {title}",
+                        steps=record_for(request.node).steps, timeout=15)
+        sent += len(frames)
+    wait_until(lambda: pmd.port_stats(0).rx_packets >= sent, 5,
+               what="testpmd port 0 to count the frames")
+    with pytest.raises(TestPmdError, match="stop port 0 first|Please stop"):
+        pmd.set_csum(0, "tcp", "hw")  # refused while the port runs: the API says so
+    pmd.stop_forwarding()

@@ -1,0 +1,230 @@
+"""dpdk backend: ovs-vswitchd with DPDK, initialised without hugepages.
+
+Port kinds:
+- `DpdkTapPort`: type=dpdk on a net_tap vdev.  The PMD creates a kernel tap in
+  the switch namespace; its kernel side is moved to a peer namespace and used
+  like a tap port's.  net_tap needs as many rx as tx queues: options:n_rxq=2.
+  On rx the PMD verifies IPv4, TCP and UDP checksums in software and stamps
+  good or bad (`net_tap_rx_flags`); on tx it completes the checksums OVS
+  offloads to it.
+- `DpdkPcapPort`: type=dpdk on a net_pcap vdev; frames in through an rx pcap
+  file (the PMD replays it when the port starts, so each send() starts the
+  port again on a new file) and out through a tx pcap file.  No offloads.
+- `VhostUserClientPort` (datapath/backends/vhost.py): dpdkvhostuserclient
+  towards dpdk-testpmd's virtio-user device.
+
+`--enable-dummy=override` would not hide the dpdk types (they register after
+the override is applied, when DPDK initialises), but it replaces `tap` and
+`system`, so the DPDK sandbox uses plain --enable-dummy like the tap one.
+"""
+from __future__ import annotations
+
+import itertools
+import struct
+from pathlib import Path
+
+from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, dp_port_stats,
+                                      interface_status, tx_from_status)
+from datapath.backends.netns import KernelSide, Netns
+from datapath.model import csum
+from datapath.offloads import CsumState, RxFlags
+from harness.control import check
+from harness.install import OvsInstall
+from harness.pcap import PcapError, PcapReader, write_pcap
+from harness.sandbox import Sandbox
+from harness.wait import WaitTimeout, wait_until
+
+NAME = "dpdk"
+# EAL options checked on our machines: no hugepages, no PCI bus, nothing shared on disk.
+EAL_ARGS = "--no-huge -m 1024 --no-pci --in-memory"
+# net_tap cannot add its multiq qdisc (and so its rte_flow support) where the kernel
+# lacks sch_multiq; the port works all the same.
+LOG_ALLOW = (
+    *MOVED_DEVICE_LOG,
+    r"dpdk\|ERR\|TAP: tap_nl_dump_ext_ack\(\): Specified qdisc kind is unknown",
+    r"dpdk\|ERR\|TAP: qdisc_create_multiq\(\)",
+    r"dpdk\|ERR\|TAP: eth_dev_tap_create\(\): \S+: failed to create multiq qdisc",
+    r"dpdk\|ERR\|TAP: eth_dev_tap_create\(\):\s+Disabling rte flow support",
+    # What net_pcap (and other simple drivers) lack, said at every (re)configuration.
+    r"netdev_dpdk\|WARN\|Rx checksum offload is not supported on port \d+",
+    r"netdev_dpdk\|WARN\|Interface \S+ does not support MTU configuration, max packet "
+    r"size supported is \d+",
+    # With userspace TSO, OVS says which tunnel TSO offloads the driver lacks.
+    r"netdev_dpdk\|WARN\|\S+: Tx (Vxlan|Geneve|GRE) tunnel TSO offload is not supported",
+)
+STDERR_ALLOW = (r"\|dpdk\|", r"\|netdev_dpdk\|")
+
+_vdev_ids = itertools.count()
+
+
+def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> dict[str, object]:
+    if install.vswitchd_dpdk is None:
+        raise RuntimeError("no DPDK-enabled ovs-vswitchd")
+    return {
+        "enable_dummy": "", "vswitchd_exe": str(install.vswitchd_dpdk),
+        "vswitchd_preexec": switch_ns.preexec(),
+        "other_config": {"dpdk-init": "true", "dpdk-extra": EAL_ARGS,
+                         "userspace-tso-enable": "true" if tso else "false"},
+        "log_allow": LOG_ALLOW, "stderr_allow": STDERR_ALLOW,
+    }
+
+
+def wait_initialized(sb: Sandbox, timeout: float = 30.0) -> None:
+    """vswitchd initialises DPDK after start, when it first reads its configuration."""
+    def done() -> bool:
+        sb.assert_alive()
+        return check(sb.vsctl("get", "Open_vSwitch", ".",
+                              "dpdk_initialized")).stdout.strip() == "true"
+    try:
+        wait_until(done, timeout, what="DPDK to initialise (dpdk_initialized=true)")
+    except WaitTimeout as exc:
+        tail = "\n".join(sb.log_lines(since_mark=False)[-20:])
+        raise WaitTimeout(f"{exc}\n--- tail of ovs-vswitchd.log ---\n{tail}") from None
+
+
+# ----------------------------------------------------------------------------
+# net_tap
+
+
+def net_tap_rx_flags(frame: bytes) -> RxFlags:
+    """The checksum flags net_tap's software verification (tap_verify_csum(),
+    with RX checksum offload on, as OVS enables it) puts on a received frame:
+    IPv4 header good/bad; TCP/UDP over IPv4 without options or over IPv6
+    without extension headers good/bad; nothing for anything else, nor for a
+    header that claims more bytes than the frame has."""
+    ofs = 12
+    eth_type = struct.unpack_from("!H", frame, ofs)[0] if len(frame) >= 14 else 0
+    while eth_type in (0x8100, 0x88A8) and len(frame) >= ofs + 6:
+        ofs += 4
+        eth_type = struct.unpack_from("!H", frame, ofs)[0]
+    l3 = ofs + 2
+    ip = CsumState.UNKNOWN
+    if eth_type == 0x0800:
+        if len(frame) < l3 + 20:
+            return RxFlags()
+        ihl = (frame[l3] & 0x0F) * 4
+        total = struct.unpack_from("!H", frame, l3 + 2)[0]
+        if ihl < 20 or l3 + ihl > len(frame) or l3 + total > len(frame):
+            return RxFlags()
+        ip = CsumState.GOOD if csum.checksum(frame[l3:l3 + ihl]) == 0 else CsumState.BAD
+        proto = frame[l3 + 9]
+        frag = struct.unpack_from("!H", frame, l3 + 6)[0] & 0x3FFF
+        if ihl != 20 or frag or proto not in (6, 17):
+            return RxFlags(ip=ip)
+        start, end = l3 + ihl, l3 + total
+        pseudo = csum.pseudo_header_v4(frame[l3 + 12:l3 + 16], frame[l3 + 16:l3 + 20], proto,
+                                       end - start)
+    elif eth_type == 0x86DD:
+        if len(frame) < l3 + 40:
+            return RxFlags()
+        plen = struct.unpack_from("!H", frame, l3 + 4)[0]
+        proto = frame[l3 + 6]
+        if l3 + 40 + plen > len(frame) or proto not in (6, 17):
+            return RxFlags()
+        start, end = l3 + 40, l3 + 40 + plen
+        pseudo = csum.pseudo_header_v6(frame[l3 + 8:l3 + 24], frame[l3 + 24:l3 + 40], proto,
+                                       plen)
+    else:
+        return RxFlags()
+    if end - start < (20 if proto == 6 else 8):
+        return RxFlags(ip=ip)
+    if proto == 17 and eth_type == 0x0800 and frame[start + 6:start + 8] == b"\0\0":
+        return RxFlags(ip=ip, l4=CsumState.GOOD)  # no UDP checksum over IPv4
+    ok = csum.ones_sum(frame[start:end], pseudo) == 0xFFFF
+    return RxFlags(ip=ip, l4=CsumState.GOOD if ok else CsumState.BAD)
+
+
+class DpdkTapPort(KernelPort):
+    kind = "dpdk net_tap"
+    RX_LIMITS = ("net_tap verifies IPv4/TCP/UDP checksums in software and stamps exactly "
+                 "good or bad; it cannot leave a TCP/UDP checksum unknown or mark it partial")
+
+    def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int, switch_ns: Netns,
+                 peer: Netns) -> None:
+        super().__init__(sb, bridge, name, ofport, peer)
+        self.vdev = f"net_tap{next(_vdev_ids)}"
+        check(sb.vsctl("add-port", bridge, name, "--", "set", "Interface", name, "type=dpdk",
+                       f"options:dpdk-devargs={self.vdev},iface={name}", "options:n_rxq=2",
+                       f"ofport_request={ofport}"))
+        self.status = interface_status(sb, name)
+        self.tx, self.tso = tx_from_status(self.status)
+        self.rx_csum = self.status.get("rx_csum_offload") == "true"
+        switch_ns.ip("link", "set", name, "netns", peer.name)
+        peer.ip("link", "set", name, "up")
+        self.kernel = KernelSide(peer, name)
+
+    def rx_flags_for(self, frame: bytes) -> RxFlags:
+        return net_tap_rx_flags(frame) if self.rx_csum else RxFlags()
+
+
+# ----------------------------------------------------------------------------
+# net_pcap
+
+
+class DpdkPcapPort(KernelPort):
+    """Frames in and out through pcap files; no kernel interface, no offloads.
+
+    net_pcap reads its rx file from the start whenever the device starts, and
+    truncates its tx file then.  send() therefore rewrites the rx file and has
+    OVS restart the device by changing options:n_rxq_desc: the port stays in
+    the bridge all along, so no frame reaches the datapath before OpenFlow knows
+    the port (deleting and adding the port again loses the first upcalls).
+    """
+
+    kind = "dpdk net_pcap"
+    RX_LIMITS = "net_pcap sets no checksum flags on the frames it reads"
+    RXQ_DESC = ("2048", "1024")
+
+    def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int) -> None:
+        super().__init__(sb, bridge, name, ofport, peer=None)  # type: ignore[arg-type]
+        self.dir = Path(sb.rundir) / f"{name}-pcap"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.rx_file, self.tx_file = self.dir / "rx.pcap", self.dir / "tx.pcap"
+        write_pcap(self.rx_file, [])
+        self.vdev = f"net_pcap{next(_vdev_ids)}"
+        self._desc = 0
+        self._rx_last = self._rx_offset = 0
+        # Paths relative to vswitchd's working directory (the run directory): DPDK
+        # refuses long devargs (E2BIG).
+        rel = self.dir.relative_to(self.sb.rundir)
+        check(self.sb.vsctl(
+            "add-port", self.bridge, self.name, "--", "set", "Interface", self.name,
+            "type=dpdk", f"options:dpdk-devargs={self.vdev},rx_pcap={rel / 'rx.pcap'},"
+            f"tx_pcap={rel / 'tx.pcap'}", f"options:n_rxq_desc={self.RXQ_DESC[0]}",
+            f"ofport_request={self.ofport}"))
+        self._reader = PcapReader(self.tx_file)
+        self._pending: list[bytes] = []
+        self.status = interface_status(self.sb, self.name)
+        self.tx, self.tso = tx_from_status(self.status)
+
+    def send(self, frames: list[bytes]) -> None:
+        """Rewrite the rx file and restart the device: net_pcap replays the file."""
+        self._pending += self._reader.read_new()  # the restart truncates the tx file
+        self.rx_count()
+        tmp = self.dir / "rx.pcap.new"
+        write_pcap(tmp, frames)
+        tmp.replace(self.rx_file)
+        self._desc ^= 1
+        check(self.sb.vsctl("set", "Interface", self.name,
+                            f"options:n_rxq_desc={self.RXQ_DESC[self._desc]}"))
+        self._reader = PcapReader(self.tx_file)
+
+    def read_tx(self) -> list[bytes]:
+        try:
+            frames = self._pending + self._reader.read_new()
+        except PcapError:  # truncated by a restart between two reads
+            self._reader = PcapReader(self.tx_file)
+            frames = self._pending + self._reader.read_new()
+        self._pending = []
+        return frames
+
+    def rx_count(self) -> int:
+        """Received packets over all starts of the device (a restart may reset them)."""
+        raw = dp_port_stats(self.sb).get(self.name, {}).get("rx_packets", 0)
+        if raw < self._rx_last:
+            self._rx_offset += self._rx_last
+        self._rx_last = raw
+        return self._rx_offset + raw
+
+    def close(self) -> None:
+        self._reader.close()

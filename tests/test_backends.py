@@ -1,0 +1,320 @@
+"""The real-port backends: their pure parts against known values, and that a
+run leaves nothing behind (namespaces, devices, processes), Ctrl-C included."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from datapath.backends.base import BackendError
+from datapath.backends.dpdk import net_tap_rx_flags
+from datapath.backends.kernel import (KernelPort, datapath_rx_packets, dp_port_stats, express,
+                                      tx_from_status)
+from datapath.backends.netns import (VIRTIO_NET_HDR_F_NEEDS_CSUM, Cleanup, VnetHdr,
+                                     complete_needs_csum, partial_csum_frame)
+from datapath.model import csum
+from datapath.offloads import CsumState, RxFlags, TxOffloads
+from fixtures.backends import unavailable
+from fixtures.frames import (MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped,
+                             with_l4_csum)
+from harness.sandbox import Sandbox
+from harness.control import Result
+
+ROOT = Path(__file__).resolve().parent.parent
+G, B, U, P = CsumState.GOOD, CsumState.BAD, CsumState.UNKNOWN, CsumState.PARTIAL
+
+
+# ----------------------------------------------------------------------------
+# pure parts
+
+
+def test_partial_frame_offsets_and_gso_header() -> None:
+    hdr, _ = partial_csum_frame(compose("tcp", 4))  # type: ignore[misc]
+    assert (hdr.flags, hdr.csum_start, hdr.csum_offset, hdr.gso_type) == (
+        VIRTIO_NET_HDR_F_NEEDS_CSUM, 34, 16, 0)
+    hdr, _ = partial_csum_frame(compose("udp", 6))  # type: ignore[misc]
+    assert (hdr.csum_start, hdr.csum_offset) == (54, 6)
+    hdr, _ = partial_csum_frame(compose("tcp", 6), gso_size=1000)  # type: ignore[misc]
+    assert (hdr.gso_type, hdr.gso_size, hdr.hdr_len) == (4, 1000, 74)
+    assert partial_csum_frame(compose("udp", 4), gso_size=1000) is None  # no UFO
+    assert partial_csum_frame(OPT_PKT) is None  # ICMP: no L4 checksum to offload
+    assert VnetHdr.unpack(VnetHdr(1, 1, 54, 1448, 34, 16).pack()) == VnetHdr(1, 1, 54, 1448,
+                                                                            34, 16)
+
+
+@pytest.mark.parametrize("l4,ipv", [("tcp", 4), ("udp", 4), ("tcp", 6), ("udp", 6)])
+def test_capture_completes_a_partial_checksum_like_a_nic(l4: str, ipv: int) -> None:
+    """A frame whose checksum field holds the pseudo-header sum (what OVS writes
+    for NEEDS_CSUM) is completed to the checksum scapy computed for the frame."""
+    good = compose(l4, ipv)
+    hdr, _ = partial_csum_frame(good)  # type: ignore[misc]
+    start, at = hdr.csum_start, hdr.csum_start + hdr.csum_offset
+    ip = 14
+    if ipv == 4:
+        pseudo = csum.pseudo_header_v4(good[ip + 12:ip + 16], good[ip + 16:ip + 20],
+                                       6 if l4 == "tcp" else 17, len(good) - start)
+    else:
+        pseudo = csum.pseudo_header_v6(good[ip + 8:ip + 24], good[ip + 24:ip + 40],
+                                       6 if l4 == "tcp" else 17, len(good) - start)
+    seeded = bytearray(good)
+    struct.pack_into("!H", seeded, at, pseudo)
+    assert bytes(seeded) != good
+    assert complete_needs_csum(hdr, bytes(seeded)) == good
+    assert complete_needs_csum(VnetHdr(), bytes(seeded)) == bytes(seeded)  # no flag: as is
+
+
+def test_net_tap_rx_flags() -> None:
+    """What net_tap's software verification stamps, by frame."""
+    tcp4 = compose("tcp", 4)
+    assert net_tap_rx_flags(tcp4) == RxFlags(ip=G, l4=G)
+    assert net_tap_rx_flags(with_l4_csum(tcp4, 0xDEAD)) == RxFlags(ip=G, l4=B)
+    assert net_tap_rx_flags(with_ip_csum_flipped(tcp4)) == RxFlags(ip=B, l4=G)
+    assert net_tap_rx_flags(compose("udp", 6)) == RxFlags(l4=G)
+    assert net_tap_rx_flags(with_l4_csum(compose("udp", 6), 0x1234)) == RxFlags(l4=B)
+    assert net_tap_rx_flags(OPT_PKT) == RxFlags(ip=B)  # IPv4 options, ICMP: no L4 check
+    assert net_tap_rx_flags(MICROGRAM) == RxFlags()  # header longer than the frame
+
+
+class FakeSandbox:
+    def __init__(self, dpctl: str = "", pmd: str = "") -> None:
+        self._dpctl, self._pmd = dpctl, pmd
+
+    def dpctl(self, *args: str) -> Result:
+        return Result(["ovs-appctl", "dpctl/show", *args], 0, self._dpctl, "")
+
+    def appctl(self, *args: str) -> Result:
+        return Result(["ovs-appctl", *args], 0, self._pmd, "")
+
+    port_stats = Sandbox.port_stats  # the real parser over the fake dpctl text
+
+
+def test_dp_port_stats_survives_ovs_missing_line_break() -> None:
+    """OVS 4.0 prints ', could not retrieve stats (...)' without a line break for
+    a tap moved to another namespace; the next port must not be misread."""
+    text = ("netdev@ovs-netdev:\n  port 1: br0 (tap)\n    RX packets:0 errors:0\n"
+            "    TX packets:0 errors:0\n  port 2: p1 (tap)\n"
+            ", could not retrieve stats (No such device)  port 3: p2\n"
+            "    RX packets:7 errors:0 dropped:0\n    TX packets:5 errors:0\n")
+    stats = dp_port_stats(FakeSandbox(dpctl=text))  # type: ignore[arg-type]
+    assert stats["p1"] == {}
+    assert stats["p2"] == {"rx_packets": 7, "tx_packets": 5}
+    pmd = ("main thread:\n  Rx packets:                    3  (0 Kpps)\n"
+           "pmd thread numa_id 0 core_id 1:\n  Rx packets:                   4  (0 Kpps)\n")
+    assert datapath_rx_packets(FakeSandbox(pmd=pmd)) == 7  # type: ignore[arg-type]
+
+
+def test_tx_from_status() -> None:
+    status = {"tx_ip_csum_offload": "true", "tx_tcp_csum_offload": "true",
+              "tx_udp_csum_offload": "true", "tx_tcp_seg_offload": "false"}
+    assert tx_from_status(status) == (TxOffloads(frozenset({"ip", "l4"})), False)
+    status["tx_udp_csum_offload"] = "false"  # TCP alone is not the model's "l4"
+    assert tx_from_status(status)[0] == TxOffloads(frozenset({"ip"}))
+    assert tx_from_status({}) == (TxOffloads(), False)
+
+
+class StubPort(KernelPort):
+    kind = "stub"
+    RX_LIMITS = "stubs stamp what they are told"
+
+    def __init__(self, stamps: RxFlags, tx: TxOffloads = TxOffloads()) -> None:
+        self.name, self.stamps, self.tx, self.tso = "s1", stamps, tx, False
+
+    def rx_flags_for(self, frame: bytes) -> RxFlags:
+        return self.stamps
+
+
+def test_express_is_strict_on_requested_rx_flags() -> None:
+    frame = compose("tcp", 4)
+    got = express(StubPort(RxFlags(l4=P)), StubPort(RxFlags(), TxOffloads(frozenset({"l4"}))),
+                  frame, RxFlags(l4=P), TxOffloads())
+    assert got.rx == RxFlags(l4=P) and got.tx == TxOffloads(frozenset({"l4"}))
+    assert "stub port s1 stamps rx l4=partial" in got.notes[0]
+    # A layer the case leaves unknown may carry the port's own verdict ...
+    got = express(StubPort(RxFlags(ip=G, l4=G)), StubPort(RxFlags()), frame, RxFlags(l4=G),
+                  TxOffloads())
+    assert got.rx == RxFlags(ip=G, l4=G)
+    # ... but a flag the case asks for must be stamped exactly.
+    with pytest.raises(BackendError, match=r"cannot stamp rx l4=good .*stamps ip=good,l4=bad"
+                                           r".*stubs stamp what they are told"):
+        express(StubPort(RxFlags(ip=G, l4=B)), StubPort(RxFlags()), frame, RxFlags(l4=G),
+                TxOffloads())
+
+
+def test_cleanup_runs_everything_in_reverse_and_reports_failures() -> None:
+    done: list[str] = []
+    c = Cleanup()
+    c.defer("first", lambda: done.append("first"))
+    c.defer("boom", lambda: 1 / 0)
+    c.defer("last", lambda: done.append("last"))
+    problems = c.run()
+    assert done == ["last", "first"]
+    assert problems == ["cleanup 'boom': ZeroDivisionError: division by zero"]
+    assert c.run() == [] and len(c) == 0  # each runs once
+
+
+def test_root_only_backends_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert unavailable("dummy", None) is None
+    assert unavailable("tap", None) == ("the tap backend needs root (network namespaces, "
+                                        "tap devices)")
+    assert "needs root" in str(unavailable("dpdk", None))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    if os.path.exists("/dev/net/tun"):
+        assert "ovs-vswitchd built with DPDK" in str(unavailable("dpdk", None))
+
+
+def test_backend_option_parametrizes_the_topology() -> None:
+    """--backend dummy,tap: every two_ports case once per backend, ids ending in
+    the backend's name; the capability matrix heads the run."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "--collect-only", "--backend", "dummy,tap",
+                           "cases/test_csum_offload.py::test_tcp_csum_simple_match"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "test_tcp_csum_simple_match[dummy]" in proc.stdout
+    assert "test_tcp_csum_simple_match[tap]" in proc.stdout
+    assert "capability matrix" in proc.stdout
+    for backend in ("dummy*", "tap*", "dpdk "):
+        assert f"\n  {backend}" in proc.stdout, proc.stdout
+
+
+# ----------------------------------------------------------------------------
+# nothing left behind
+
+
+def _namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def _processes_with(token: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if token.encode() not in f.read():
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{pid}: {argv}")
+        except OSError:
+            continue
+    return found
+
+
+needs_tap = pytest.mark.skipif(unavailable("tap", None) is not None,
+                               reason=str(unavailable("tap", None)))
+
+
+@needs_tap
+def test_real_env_leaves_nothing(real_env) -> None:
+    """A tap sandbox with a tap port, a veth port and a helper process: after
+    close() its namespaces (and the devices in them) and processes are gone."""
+    from datapath.backends import tap
+    env = real_env("tap", tso=True)
+    tap.add_bridge(env.sb, "br1")
+    env.own(tap.TapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
+    env.own(tap.VethPort(env.sb, "br1", "p2", 2, env.switch_ns, env.peer("p2"),
+                         userspace_tso=True))
+    helper = env.spawn("sleeper", ["sleep", "300"], env.peer("p2"))
+    names = {env.switch_ns.name, env.peer("p1").name, env.peer("p2").name}
+    assert names <= _namespaces()
+    assert "p1" in env.peer("p1").links() and "p2-peer" in env.peer("p2").links()
+    vswitchd = env.sb.vswitchd.proc  # type: ignore[union-attr]
+    assert env.close() == []
+    assert not names & _namespaces()
+    assert helper.poll() is not None and vswitchd.poll() is not None
+
+
+HOLD = "OVSTEST_HOLD_READY"
+
+
+@pytest.mark.skipif(HOLD not in os.environ,
+                    reason="helper of test_interrupt_leaves_nothing (runs in its child pytest)")
+def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
+    """Builds every kind of resource the backends make, says so, and waits."""
+    from datapath.backends import dpdk, tap
+    from datapath.backends.vhost import Guest, VhostUserClientPort, short_socket_path
+    backend = "dpdk" if unavailable("dpdk", ovs_install) is None and \
+        os.environ.get("OVSTEST_HOLD_DPDK") else "tap"
+    env = real_env(backend, tso=True)
+    tap.add_bridge(env.sb, "br1")
+    env.own(tap.TapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
+    env.own(tap.VethPort(env.sb, "br1", "p2", 2, env.switch_ns, env.peer("p2"),
+                         userspace_tso=True))
+    pids = [env.spawn("iperf3", ["iperf3", "-s"], env.peer("p2"),
+                      stdout=subprocess.DEVNULL).pid]
+    if backend == "dpdk":
+        env.own(dpdk.DpdkTapPort(env.sb, "br1", "p3", 3, env.switch_ns, env.peer("p3")))
+        sock, remove = short_socket_path("v1")
+        env.cleanup.defer("remove the vhost-user socket", remove)
+        guest = Guest(env.sb.rundir / "guest", sock, [])
+        env.cleanup.defer("quit testpmd", guest.pmd.quit)
+        guest.pmd.spawn()
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env.sb.allow_log(r"VHOST_CONFIG")
+        VhostUserClientPort(env.sb, "br1", "v1", 4, sock)
+        guest.pmd.wait_ready()
+        pids.append(guest.pmd.pid)  # type: ignore[arg-type]
+    pids += [env.sb.vswitchd.proc.pid, env.sb.ovsdb.proc.pid]  # type: ignore[union-attr]
+    info = {"namespaces": [env.switch_ns.name, *(n.name for n in env.peers.values())],
+            "pids": pids, "backend": backend}
+    Path(os.environ[HOLD]).write_text(json.dumps(info))
+    time.sleep(300)
+
+
+@needs_tap
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
+def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_install) -> None:
+    """A child pytest builds namespaces, tap/veth (and, on DPDK, net_tap and a
+    testpmd guest) and helper processes, then is interrupted (Ctrl-C: SIGINT to
+    its process group; or SIGTERM).  Afterwards none of its namespaces and none
+    of its processes may exist."""
+    ready = tmp_path / "ready.json"
+    token = uuid.uuid4().hex
+    env = {**os.environ, HOLD: str(ready), "OVSTEST_LEAK_TOKEN": token}
+    if sig == signal.SIGINT:
+        env["OVSTEST_HOLD_DPDK"] = "1"  # the Ctrl-C run holds DPDK resources too
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=0",
+         "--out-dir", str(tmp_path / "out"),
+         f"{Path(__file__).relative_to(ROOT)}::test_hold_resources_until_interrupted"],
+        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not ready.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), f"child never got ready:\n{child.communicate(timeout=30)[0]}"
+        time.sleep(0.2)  # the file is written whole before sleep(); be sure it is read whole
+        info = json.loads(ready.read_text())
+        assert set(info["namespaces"]) <= _namespaces()  # the check below can fail
+        if sig == signal.SIGINT and unavailable("dpdk", ovs_install) is None:
+            assert info["backend"] == "dpdk" and len(info["pids"]) == 4, info  # + testpmd
+        assert _processes_with(token)
+        if sig == signal.SIGINT:
+            os.killpg(child.pid, sig)  # what a terminal's Ctrl-C does
+        else:
+            os.kill(child.pid, sig)
+        out = child.communicate(timeout=60)[0]
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    left_ns = set(info["namespaces"]) & _namespaces()
+    left_procs = [p for p in _processes_with(token) if not p.startswith(f"{os.getpid()}:")]
+    assert not left_ns and not left_procs, (
+        f"left behind: namespaces {sorted(left_ns)}, processes {left_procs}\n{out[-3000:]}")
+    for pid in info["pids"]:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
