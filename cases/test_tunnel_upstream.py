@@ -13,20 +13,20 @@ import pytest
 from fixtures.tunnel import INNERS, Step, model_actions, spec, upstream_steps, upstream_title
 
 PARAMS = [
-    pytest.param(ul, inner, step, id=f"ul{ul}-{inner}-{step.id}",
-                 marks=pytest.mark.upstream(upstream_title(ul, inner)))
-    for ul in (4, 6) for inner in INNERS for step in upstream_steps(inner)
+    pytest.param(ul, traffic, step, id=f"ul{ul}-{traffic}-{step.id}",
+                 marks=pytest.mark.upstream(upstream_title(ul, traffic)))
+    for ul in (4, 6) for traffic in INNERS for step in upstream_steps(traffic)
 ]
 
 
-@pytest.mark.parametrize("underlay,inner,step", PARAMS)
-def test_vxlan_upstream(tunnel_bench, underlay: int, inner: str, step: Step) -> None:
+@pytest.mark.parametrize("underlay,traffic,step", PARAMS)
+def test_vxlan_upstream(tunnel_bench, underlay: int, traffic: str, step: Step) -> None:
     """Verifies the outer header (addresses, lengths, DF, TTL, UDP ports, VNI),
     the outer UDP checksum (0 with csum off; complete, via the nested-checksum
     shortcut or in full, with csum on; ffff left by a _disabled driver), the
     outer IPv4 checksum, and the inner checksums after the rewrite."""
     bench, record = tunnel_bench("vxlan", underlay)
-    inn = INNERS[inner]
+    inn = INNERS[traffic]
     tun = spec("vxlan", underlay, step.csum)
     bench.forward(record, tun, inn.match(), model_actions(inn, tun),
                   [inn.frames()[step.frame]], step.rx, step.tx)

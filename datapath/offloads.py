@@ -32,18 +32,23 @@ class RxFlags:
 
     ip: CsumState = CsumState.UNKNOWN
     l4: CsumState = CsumState.UNKNOWN
+    tso_segsz: int = 0  # a TSO rx port stamps this segment size on every packet
 
     def options(self) -> dict[str, str]:
         opts = {}
         for layer, state in (("ip", self.ip), ("l4", self.l4)):
             if state is not CsumState.UNKNOWN:
                 opts[f"ol_{layer}_rx_csum_set_{state.value}"] = "true"
+        if self.tso_segsz:
+            opts["ol_tso_segsz"] = str(self.tso_segsz)
         return opts
 
     @property
     def id(self) -> str:
         parts = [f"{layer}_{s.value}" for layer, s in (("ip", self.ip), ("l4", self.l4))
                  if s is not CsumState.UNKNOWN]
+        if self.tso_segsz:
+            parts.append(f"tso{self.tso_segsz}")
         return "rx_" + ("+".join(parts) if parts else "none")
 
     @classmethod

@@ -3,9 +3,13 @@ what the model expects on another, and compare every frame field by field."""
 from __future__ import annotations
 
 
+import pytest
+
 from datapath.backends.base import Port
 from datapath.model import Expected
 from harness.compare import FrameMismatch, compare_frames
+from harness.sandbox import DaemonDied
+from harness.tshark import Tshark, disagreements
 from harness.wait import WaitTimeout, wait_until
 from reports.records import Step
 
@@ -14,7 +18,8 @@ DEFAULT_TIMEOUT = 5.0
 
 def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected, *,
                     title: str = "", steps: list[Step] | None = None,
-                    timeout: float = DEFAULT_TIMEOUT) -> list[bytes]:
+                    timeout: float = DEFAULT_TIMEOUT,
+                    second_opinion: Tshark | None = None) -> list[bytes]:
     """Returns the captured frames; raises FrameMismatch naming layer and field.
 
     Completion is established, not assumed: we wait until the rx port's datapath
@@ -23,10 +28,22 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
     until at least the expected number of frames left.  Surplus frames are
     therefore caught, and a drop is a zero-frame expectation like any other.
     """
+    crash = next((b for b in expected.bugs if b.crash), None)
+    sandbox = getattr(rx, "sb", None)
+    if crash is not None and sandbox is not None:
+        sandbox.expected_crash = crash.key
     base = rx.rx_count()
     captured: list[bytes] = tx.read_tx()
     stale = list(captured)  # frames from before this step: a previous step's surplus
     captured.clear()
+
+    def record(lines: list[str], notes: list[str] = []) -> None:
+        if steps is not None:
+            steps.append(Step(
+                title=title, rx_port=rx.name, tx_port=tx.name, sent=[f.hex() for f in frames],
+                expected=[f.hex() for f in expected.frames],
+                captured=[f.hex() for f in captured], ok=not lines, diff=lines,
+                csum_state=expected.csum_state, notes=expected.notes + notes))
     rx.send(frames)
     try:
         wait_until(lambda: rx.rx_count() >= base + len(frames), timeout,
@@ -39,17 +56,43 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
                    describe=lambda: f"{len(captured)} arrived")
     except WaitTimeout:
         pass  # the comparison below says what is missing
+    except DaemonDied as exc:
+        if crash is None:
+            raise
+        record([f"ovs-vswitchd died: {crash.title}"], [crash.reason()])
+        pytest.xfail(f"{crash.reason()}\n{str(exc).splitlines()[0]}")
     captured.extend(tx.read_tx())
     lines = compare_frames(expected.frames, captured)
     if stale:
         lines.insert(0, f"{len(stale)} frame(s) on {tx.name} before this step was sent "
                         "(surplus of an earlier step)")
-    step = Step(title=title, rx_port=rx.name, tx_port=tx.name, sent=[f.hex() for f in frames],
-                expected=[f.hex() for f in expected.frames], captured=[f.hex() for f in captured],
-                ok=not lines, diff=lines, csum_state=expected.csum_state, notes=expected.notes)
-    if steps is not None:
-        steps.append(step)
+    known = [b for b in expected.bugs if not b.crash]
+    if lines and known and not stale and captured == expected.ovs_frames:
+        record(lines, [b.reason() for b in known])
+        pytest.xfail("; ".join(b.reason() for b in known) + "\n" + "\n".join(lines))
+    if not lines and (crash or (known and expected.ovs_frames != expected.frames)):
+        gone = crash or known[0]
+        lines = [f"known OVS bug [{gone.key}] did not reproduce: OVS behaved correctly; "
+                 "retire it from datapath/model/bugs.py"]
+    opinion: list[str] = []
+    if not lines and second_opinion is not None:
+        lines, opinion = tshark_disagrees(second_opinion, captured, expected)
+    record(lines, opinion)
     if lines:
         raise FrameMismatch(expected.frames, captured, lines,
                             context=f"{title}: {rx.name} -> {tx.name}" if title else "")
     return captured
+
+
+def tshark_disagrees(checker: Tshark, captured: list[bytes],
+                     expected: Expected) -> tuple[list[str], list[str]]:
+    """tshark's checksum verdict on every frame against the model's, layer by layer.
+    Returns (disagreement lines, a note per frame with tshark's verdicts)."""
+    lines: list[str] = []
+    notes: list[str] = []
+    for i, (frame, state) in enumerate(zip(captured, expected.csum_state)):
+        seen = checker.raw(frame)
+        notes.append(f"tshark, frame {i}: " + ", ".join(
+            f"{proto} {'/'.join(v)}" for proto, v in seen.items() if v))
+        lines += [f"frame {i}: second opinion: {d}" for d in disagreements(state, seen)]
+    return lines, notes

@@ -31,6 +31,9 @@ class DummyPort:
     def configure(self, rx: RxFlags | None = None, tx: TxOffloads | None = None) -> None:
         rx = self.rx if rx is None else rx
         tx = self.tx if tx is None else tx
+        if rx.tso_segsz and tx.tso_segsz and rx.tso_segsz != tx.tso_segsz:
+            raise BackendError(f"{self.name}: netdev-dummy has one ol_tso_segsz for rx and tx "
+                               f"({rx.tso_segsz} != {tx.tso_segsz})")
         want = {"tx_pcap": str(self.tx_pcap), **rx.options(), **tx.options()}
         missing = [k for k in want if k.startswith("ol_") and k not in self.sb.install.dummy_options]
         if missing:

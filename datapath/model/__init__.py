@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from datapath.model.actions import Action, Output
+from datapath.model import gso
+from datapath.model.actions import Action, Output, PushTunnel
+from datapath.model.bugs import OvsBug
 from datapath.model.packet import Packet
-from datapath.model.send import transmit
+from datapath.model.send import prepare, transmit
 from datapath.offloads import RxFlags, TxOffloads
 
 
@@ -22,18 +24,25 @@ class Expected:
     frames: list[bytes]
     csum_state: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Known OVS bugs these frames run into, and what OVS is known to send instead.
+    bugs: list[OvsBug] = field(default_factory=list)
+    ovs_frames: list[bytes] = field(default_factory=list)
 
     def extend(self, other: "Expected") -> None:
         self.frames += other.frames
         self.csum_state += other.csum_state
         self.notes += other.notes
+        self.bugs += [b for b in other.bugs if b not in self.bugs]
+        self.ovs_frames += other.ovs_frames
 
 
 def receive(frame: bytes, rx: RxFlags) -> Packet:
     """The packet as the datapath holds it after the rx port stamped its flags."""
     pkt = Packet.parse(frame)
     pkt.outer.ip_csum, pkt.outer.l4_csum = rx.ip, rx.l4
-    pkt.notes.append(f"rx flags: IP {rx.ip.value}, L4 {rx.l4.value}")
+    pkt.tso_segsz = rx.tso_segsz
+    pkt.notes.append(f"rx flags: IP {rx.ip.value}, L4 {rx.l4.value}"
+                     + (f", TSO segsz {rx.tso_segsz}" if rx.tso_segsz else ""))
     return pkt
 
 
@@ -43,16 +52,48 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
 
     All outputs of one call land on the same tx port (one capture).
     """
-    pkt = receive(frame, rx)
+    pkts = [receive(frame, rx)]
     out = Expected(frames=[])
+    pushes: list[PushTunnel] = []
     for action in actions:
-        if isinstance(action, Output):
-            copy = pkt.copy()
-            transmit(copy, tx)
-            out.frames.append(bytes(copy.data))
-            out.csum_state.append(copy.csum_verdicts())
-            out.notes += pkt.notes + copy.notes
-            pkt.notes = []
+        if isinstance(action, PushTunnel):
+            pushes.append(action)
+        elif isinstance(action, Output):
+            # Output to a tunnel port works on a clone: push(es), then the underlay.
+            for pkt in pkts:
+                clones = [pkt.copy()]
+                clones[0].notes = pkt.notes
+                for push in pushes:
+                    clones = [q for c in clones for q in push_nested(c, push)]
+                for clone in clones:
+                    emit(out, transmit(clone, tx))
+                pkt.notes = []
+            pushes = []
         else:
-            action.apply(pkt)
+            for pkt in pkts:
+                action.apply(pkt)
     return out
+
+
+def emit(out: Expected, sent: list[Packet]) -> None:
+    for pkt in sent:
+        out.frames.append(bytes(pkt.data))
+        out.ovs_frames.append(bytes(pkt.ovs_data if pkt.ovs_data is not None else pkt.data))
+        out.bugs += [b for b in pkt.bugs if b not in out.bugs]
+        out.csum_state.append(pkt.csum_verdicts())
+        out.notes += pkt.notes
+
+
+def push_nested(pkt: Packet, action: PushTunnel) -> list[Packet]:
+    """netdev_push_header(): a packet that is already tunnelled is segmented if it
+    is TSO, and all its checksums are finished, before the next header goes on."""
+    if pkt.tunnel is None and pkt.inner is None:
+        action.apply(pkt)
+        return [pkt]
+    if pkt.gre_csum_ofs is not None:
+        raise NotImplementedError("model: a tunnel inside a GRE tunnel")
+    segs = gso.segment(pkt) if pkt.tso_segsz else [pkt]
+    for seg in segs:
+        prepare(seg, frozenset(), "push of a second tunnel:")
+        action.apply(seg)
+    return segs

@@ -97,6 +97,13 @@ class Packet:
     inner: Layer | None = None  # set once a tunnel header was pushed
     tunnel: str | None = None  # "vxlan", "geneve" or "gre" while OVS tracks it
     notes: list[str] = field(default_factory=list)
+    gre_csum_ofs: int | None = None  # the GRE checksum field, when there is one
+    # Known OVS deviations this packet runs into (datapath/model/bugs.py), and the
+    # bytes OVS emits instead of the correct ones (None: same bytes, or a crash).
+    bugs: list = field(default_factory=list)
+    ovs_data: bytearray | None = None
+    ovs_gre_csum: int | None = None  # what OVS wrote into the GRE checksum at push
+    tso_segsz: int = 0  # set by a TSO rx port: the packet may be segmented on tx
 
     @classmethod
     def parse(cls, frame: bytes) -> "Packet":
@@ -106,7 +113,10 @@ class Packet:
 
     def copy(self) -> "Packet":
         return Packet(bytearray(self.data), replace(self.outer),
-                      None if self.inner is None else replace(self.inner), self.tunnel, [])
+                      None if self.inner is None else replace(self.inner), self.tunnel, [],
+                      self.gre_csum_ofs, list(self.bugs),
+                      None if self.ovs_data is None else bytearray(self.ovs_data),
+                      self.ovs_gre_csum, self.tso_segsz)
 
     # The outermost layer is what rewrites act on.
     @property
@@ -219,7 +229,12 @@ class Packet:
         out: dict[str, str] = {}
         layers = [("", self.outer)] if self.inner is None else [("outer.", self.outer),
                                                                  ("inner.", self.inner)]
+        inner_stale = self.inner is not None and CsumState.PARTIAL in (
+            self.inner.ip_csum, self.inner.l4_csum)
         for prefix, lay in layers:
+            # An outer UDP checksum made for the finished inner packet is only as
+            # wrong as the inner checksums a driver still has to finish.
+            pending = lay is self.outer and inner_stale
             if lay.ipv == 4 and lay.l3 is not None:
                 ihl = (self.data[lay.l3] & 0x0F) * 4
                 ok = csum.checksum(bytes(self.data[lay.l3:lay.l3 + ihl])) == 0
@@ -232,5 +247,8 @@ class Packet:
                 else:
                     ok = self.l4_sum(lay) == 0xFFFF
                     out[name] = "good" if ok else (
-                        "stale" if lay.l4_csum is CsumState.PARTIAL else "bad")
+                        "stale" if lay.l4_csum is CsumState.PARTIAL or pending else "bad")
+        if self.gre_csum_ofs is not None:
+            ok = csum.checksum(bytes(self.data[self.gre_csum_ofs - 4:])) == 0
+            out["outer.GRE"] = "good" if ok else "bad"
         return out

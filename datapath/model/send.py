@@ -8,17 +8,39 @@ are never touched; only partial ones are finished.
 """
 from __future__ import annotations
 
-from datapath.model import csum
+import struct
+
+from datapath.model import bugs, csum, gso
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.offloads import CsumState, TxOffloads
 
 P = CsumState.PARTIAL
 
 
-def transmit(pkt: Packet, tx: TxOffloads) -> None:
-    """Everything that happens to a packet between the datapath and the wire."""
+def transmit(pkt: Packet, tx: TxOffloads) -> list[Packet]:
+    """Everything that happens to a packet between the datapath and the wire:
+    software segmentation where the port cannot segment, then checksums."""
+    if pkt.tso_segsz and ("tso" not in tx.netdev_flags() or pkt.tunnel):
+        segs = gso.segment(pkt)
+    else:
+        segs = [pkt]
+    for seg in segs:
+        finish(seg, tx)
+    return segs
+
+
+def finish(pkt: Packet, tx: TxOffloads) -> None:
+    """Checksum completion of one packet (netdev_send, then the driver)."""
+    for lay in (pkt.outer, pkt.inner):
+        if lay is not None and lay.l4_csum is P and lay.proto not in (PROTO_TCP, PROTO_UDP):
+            pkt.bugs.append(bugs.L4_PARTIAL_NOT_TCP_UDP)
+            pkt.notes.append("L4 checksum partial on a packet that is neither TCP nor UDP: "
+                             "nothing to finish; a correct datapath sends it as it is")
+            lay.l4_csum = CsumState.UNKNOWN
     prepare(pkt, tx.netdev_flags(), "netdev_send:")
     prepare(pkt, tx.driver_flags(), "driver:")
+    if pkt.gre_csum_ofs is not None:
+        finish_gre_csum(pkt)
     for name, lay in (("outer", pkt.outer), ("inner", pkt.inner)):
         if lay is None:
             continue
@@ -66,6 +88,22 @@ def prepare(pkt: Packet, flags: frozenset[str], who: str) -> None:
         pkt.set_l4_csum(out, f"{who} outer")
 
 
+def finish_gre_csum(pkt: Packet) -> None:
+    """The GRE checksum covers the GRE header and everything after it, as sent."""
+    ofs = pkt.gre_csum_ofs
+    assert ofs is not None
+    pkt.put16(ofs, 0)
+    value = csum.checksum(bytes(pkt.data[ofs - 4:]))
+    pkt.put16(ofs, value)
+    if pkt.ovs_gre_csum is not None and pkt.ovs_gre_csum != value:
+        pkt.bugs.append(bugs.GRE_CSUM_AT_PUSH)
+        pkt.ovs_data = bytearray(pkt.data)
+        struct.pack_into("!H", pkt.ovs_data, ofs, pkt.ovs_gre_csum)
+        pkt.notes.append(f"GRE checksum 0x{value:04x} over the final bytes; OVS sends "
+                         f"0x{pkt.ovs_gre_csum:04x}, taken at push before the inner "
+                         "checksums were finished")
+
+
 def nested_udp_csum(pkt: Packet, who: str) -> bool:
     """The outer UDP checksum without reading the inner payload (§4.6).
 
@@ -82,6 +120,12 @@ def nested_udp_csum(pkt: Packet, who: str) -> bool:
         return False
     if not inn.l4_csum.valid:
         return False
+    if pkt.tso_segsz and inn.proto == PROTO_TCP:
+        _, length = gso.payload_bounds(pkt)
+        if length != pkt.tso_segsz * gso.n_segments(pkt):
+            pkt.bugs.append(bugs.TSO_SHORT_TUNNEL_ASSERT)
+            pkt.notes.append(f"TSO segment size {pkt.tso_segsz} still set on a tunnelled "
+                             f"packet with {length} payload bytes (nothing was segmented)")
     ideal = pkt.copy()
     ideal_inn = ideal.inner
     assert ideal_inn is not None

@@ -135,11 +135,8 @@ def push(pkt: Packet, spec: TunnelSpec) -> None:
     pkt.notes.append(f"push {spec.kind} over IPv{spec.underlay}, csum "
                      f"{'on' if spec.checksummed else 'off'}")
     if spec.kind == "gre" and spec.checksummed:
-        gre = len(eth) + len(ip)
-        value = csum.checksum(bytes(pkt.data[gre:]))
-        pkt.put16(gre + 4, value)
-        pending = [k for k, s in (("IP", old.ip_csum), ("L4", old.l4_csum))
-                   if s is CsumState.PARTIAL]
-        pkt.notes.append("GRE checksum computed at push over the current bytes"
-                         + (f" (inner {'/'.join(pending)} checksum still partial: the GRE "
-                            "checksum will not match once it is finished)" if pending else ""))
+        # OVS fills the GRE checksum now, over the bytes as they are; the model
+        # keeps where it is and fills it (correctly) once the packet is final.
+        pkt.gre_csum_ofs = len(eth) + len(ip) + 4
+        gre = pkt.gre_csum_ofs - 4
+        pkt.ovs_gre_csum = csum.checksum(bytes(pkt.data[gre:]))

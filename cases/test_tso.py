@@ -1,0 +1,258 @@
+"""TSO and software segmentation: dpif-netdev.at 1135-1139 and beyond.
+
+With userspace TSO enabled, a port with ol_tso_segsz stamps a segment size on
+what it receives.  A tx port that cannot segment (no TSO; or, for tunnelled
+packets, no tunnel TSO, which netdev-dummy never offers) gets the software
+segments; a TSO port gets the large frame.  Every segment is compared with
+the model field by field, and the payload is reassembled and compared byte for
+byte with what was sent.
+"""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from scapy.layers.inet import TCP
+from scapy.layers.l2 import Ether
+
+from datapath import model
+from datapath.backends.dummy import DummyPort
+from datapath.model import gso
+from datapath.model.actions import PushTunnel, output
+from datapath.offloads import CsumState, RxFlags, TxOffloads
+from fixtures.frames import tso_frame
+from fixtures.tunnel import FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, fallback_spec, spec
+from harness.control import check
+from harness.expect import send_and_expect
+
+TSO = pytest.mark.sandbox(other_config={"userspace-tso-enable": "true"})
+
+
+def reassembled(frames: list[bytes], sent: bytes) -> bytes:
+    """The TCP payload of the captured segments put back together, ordered by
+    sequence number relative to the sent frame's (so a wrapping seq is fine)."""
+    base = Ether(sent)[TCP].seq
+    segs = sorted(((Ether(f)[TCP].seq - base) % 2**32, bytes(Ether(f)[TCP].payload))
+                  for f in frames)
+    return b"".join(data for _, data in segs)
+
+
+def tcp_payload(frame: bytes) -> bytes:
+    return bytes(Ether(frame)[TCP].payload)
+
+
+@TSO
+@pytest.mark.upstream("dpif-netdev - tso")
+@pytest.mark.parametrize("tx", [TxOffloads(), TxOffloads(tso_segsz=500)], ids=lambda t: t.id)
+@pytest.mark.parametrize("inner", ["in4", "in6"])
+def test_tso(two_ports, inner: str, tx: TxOffloads) -> None:
+    """A 2000-byte TCP payload from a TSO port (segsz 500): four segments out of a
+    port without TSO, the frame unchanged out of a TSO port."""
+    frame = tso_frame(int(inner[-1]), 2000)
+    two_ports.flow("in_port=p1", [output("p2")])
+    captured = two_ports.forward([frame], [output("p2")], rx=RxFlags(tso_segsz=500), tx=tx)
+    assert reassembled(captured, frame) == tcp_payload(frame)
+
+
+def fallback_topology(sb, tunnels: list[int]):  # type: ignore[no-untyped-def]
+    """int-br (rx port p0, tunnels t1..t6) and br1 (p1, both underlay addresses)."""
+    check(sb.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy",
+                   f"other-config:hwaddr={FALLBACK_MAC}", "--", "add-br", "int-br", "--",
+                   "set", "bridge", "int-br", "datapath-type=dummy"))
+    p0 = DummyPort(sb, "int-br", "p0", 1)
+    p1 = DummyPort(sb, "br1", "p1", 1)
+    for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
+        remote = FALLBACK_REMOTE[ul][1]
+        check(sb.vsctl("add-port", "int-br", f"t{n - 1}", "--", "set", "Interface", f"t{n - 1}",
+                       f"type={kind}", f"options:remote_ip={remote}", "options:key=123",
+                       f"options:csum={'true' if csum else 'false'}", f"ofport_request={n}"))
+    for ul, cmd in ((4, "ip4addr"), (6, "ip6addr")):
+        local, remote, mac = FALLBACK_REMOTE[ul]
+        check(sb.appctl(f"netdev-dummy/{cmd}", "br1", f"{local}/24"))
+        check(sb.appctl("tnl/neigh/set", "br1", remote, mac))
+    check(sb.appctl("tnl/egress_port_range", "57363", "57363"))
+    check(sb.ofctl("add-flow", "br1", "actions=normal"))
+    outputs = ",".join(f"output:{n + 2}" for n in tunnels)
+    check(sb.ofctl("add-flow", "int-br", f"in_port=p0,actions={outputs}"))
+    return p0, p1
+
+
+FALLBACK_IDS = [f"t{i + 1}-{k}-ul{u}-{'csum_on' if c else 'csum_off'}"
+                for i, (k, u, c) in enumerate(FALLBACK_TUNNELS)]
+
+
+@TSO
+@pytest.mark.upstream("dpif-netdev - tunnel tso fallback")
+@pytest.mark.parametrize("tunnels", [[i] for i in range(6)] + [list(range(6))],
+                         ids=FALLBACK_IDS + ["all_six"])
+@pytest.mark.parametrize("inner", ["in4", "in6"])
+def test_tunnel_tso_fallback(sandbox, case_record, second_opinion, inner: str,
+                             tunnels: list[int]) -> None:
+    """A TSO packet pushed into VXLAN, Geneve or GRE over IPv4 or IPv6 is segmented
+    in software (no tunnel TSO): per segment, inner and outer IPv4 ids, lengths,
+    TCP seq and checksums, outer UDP length and checksum, GRE checksum.  Upstream
+    floods to all six at once and checks the sorted output; here each tunnel is
+    also an id of its own, and the flood keeps OpenFlow's output order."""
+    p0, p1 = fallback_topology(sandbox, tunnels)
+    actions = []
+    for n in tunnels:
+        actions += [PushTunnel(fallback_spec(*FALLBACK_TUNNELS[n]), str(n + 2)), output("p1")]
+    rx = RxFlags(tso_segsz=500)
+    p0.configure(rx=rx)
+    frame = tso_frame(int(inner[-1]), 2000)
+    expected = model.forward(frame, actions, TxOffloads(), rx)
+    captured = send_and_expect(p0, [frame], p1, expected, title=f"{inner} tunnels {tunnels}",
+                               steps=case_record.steps, second_opinion=second_opinion)
+    for i in range(len(tunnels)):  # each tunnel's segments carry the whole payload
+        assert reassembled(captured[i * 4:(i + 1) * 4], frame) == tcp_payload(frame)
+
+
+@TSO
+@pytest.mark.upstream("dpif-netdev - tso + check_pkt_len")
+@pytest.mark.parametrize("segsz,length", [(0, 0), (460, 0), (460, 974), (462, 974)],
+                         ids=["no_tso-64B", "tso460-64B", "tso460-974B", "tso462-974B"])
+def test_tso_check_pkt_len(sandbox, case_record, second_opinion, segsz: int,
+                           length: int) -> None:
+    """check_pkt_larger(514) on a TSO packet measures headers plus one segment,
+    not the whole frame: 974 bytes with segsz 460 is 'not larger' (54 + 460 = 514),
+    with segsz 462 it is (516); the segments then leave the chosen port."""
+    check(sandbox.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath-type=dummy"))
+    p1, p2, p3 = (DummyPort(sandbox, "br0", f"p{n}", n) for n in (1, 2, 3))
+    check(sandbox.ofctl("del-flows", "br0"))
+    for flow in ("table=0,in_port=1,ip,actions=check_pkt_larger(514)->NXM_NX_REG0[0],"
+                 "resubmit(,1)", "table=1,ip,reg0=0x0,actions=output:2",
+                 "table=1,ip,reg0=0x1,actions=output:3"):
+        check(sandbox.ofctl("add-flow", "br0", flow))
+    rx = RxFlags(tso_segsz=segsz)
+    p1.configure(rx=rx)
+    frame = tso_frame(4, (length - 54) if length else 64)
+    larger = gso.check_pkt_len(model.receive(frame, rx)) > 514
+    chosen, other = (p3, p2) if larger else (p2, p3)
+    expected = model.forward(frame, [output(chosen.name)], TxOffloads(), rx)
+    send_and_expect(p1, [frame], chosen, expected, title=f"segsz {segsz} len {len(frame)}",
+                    steps=case_record.steps, second_opinion=second_opinion)
+    assert other.read_tx() == [], f"{other.name} must send nothing"
+
+
+@TSO
+@pytest.mark.upstream("dpif-netdev - tso + dynamic packet batch grow")
+def test_tso_batch_grow(sandbox, case_record, second_opinion) -> None:
+    """35000 bytes at segsz 1000 make 35 segments, more than a batch holds (32):
+    the batch grows once, segmentation and sending each happen once."""
+    check(sandbox.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath-type=dummy"))
+    p1, p2 = DummyPort(sandbox, "br0", "p1", 1), DummyPort(sandbox, "br0", "p2", 2)
+    check(sandbox.ofctl("add-flow", "br0", "in_port=1,actions=output:2"))
+    rx = RxFlags(tso_segsz=1000)
+    p1.configure(rx=rx)
+    before = {c: sandbox.coverage(c) for c in ("netdev_received", "dp_packet_batch_grow",
+                                               "dp_packet_gso", "netdev_sent")}
+    assert before["dp_packet_batch_grow"] == 0 and before["dp_packet_gso"] == 0
+    frame = tso_frame(4, 35000 - 54)
+    expected = model.forward(frame, [output("p2")], TxOffloads(), rx)
+    assert len(expected.frames) == 35
+    captured = send_and_expect(p1, [frame], p2, expected, steps=case_record.steps,
+                               second_opinion=second_opinion)
+    assert reassembled(captured, frame) == tcp_payload(frame)
+    for counter, delta in (("netdev_received", 1), ("dp_packet_batch_grow", 1),
+                           ("dp_packet_gso", 1), ("netdev_sent", 1)):
+        sandbox.wait_coverage(counter, before[counter] + delta)
+
+
+@TSO
+@pytest.mark.upstream("dpif-netdev - tso + dual tunnel encap")
+def test_tso_dual_tunnel_encap(sandbox, case_record, second_opinion) -> None:
+    """VXLAN in VXLAN: the packet is segmented and finished before the second push;
+    2000 bytes make 2 packets, then 35000 make 35 (output queues grow)."""
+    check(sandbox.vsctl(
+        "add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy",
+        "--", "add-br", "br2", "--", "set", "bridge", "br2", "datapath-type=dummy",
+        "other-config:hwaddr=aa:66:aa:66:00:00",
+        "--", "add-br", "br3", "--", "set", "bridge", "br3", "datapath-type=dummy",
+        "other-config:hwaddr=aa:66:bb:66:00:00"))
+    p1 = DummyPort(sandbox, "br1", "p1", 1)
+    DummyPort(sandbox, "br2", "p2", 2)
+    p3 = DummyPort(sandbox, "br3", "p3", 3)
+    for br, name, remote, key, ofport in (("br1", "t1", "1.1.2.92", 123, 11),
+                                          ("br2", "t2", "1.1.3.92", 456, 21)):
+        check(sandbox.vsctl("add-port", br, name, "--", "set", "Interface", name, "type=vxlan",
+                            f"options:remote_ip={remote}", f"options:key={key}",
+                            f"ofport_request={ofport}"))
+    for br, flow in (("br1", "in_port=p1,actions=output:11"), ("br2", "in_port=br2,actions=output:21")):
+        check(sandbox.ofctl("del-flows", br))
+        check(sandbox.ofctl("add-flow", br, flow))
+    for br, local, remote, mac in (("br2", "1.1.2.88", "1.1.2.92", "aa:66:aa:66:00:01"),
+                                   ("br3", "1.1.3.88", "1.1.3.92", "aa:66:bb:66:00:01")):
+        check(sandbox.appctl("netdev-dummy/ip4addr", br, f"{local}/24"))
+        check(sandbox.appctl("tnl/neigh/set", br, remote, mac))
+    check(sandbox.appctl("tnl/egress_port_range", "57363", "57363"))
+    from datapath.model.tunnel import TunnelSpec
+    t1 = TunnelSpec("vxlan", "1.1.2.88", "1.1.2.92", "aa:66:aa:66:00:00", "aa:66:aa:66:00:01",
+                    key=123)
+    t2 = TunnelSpec("vxlan", "1.1.3.88", "1.1.3.92", "aa:66:bb:66:00:00", "aa:66:bb:66:00:01",
+                    key=456)
+    rx = RxFlags(tso_segsz=1000)
+    p1.configure(rx=rx)
+    actions = [PushTunnel(t1, "11"), PushTunnel(t2, "21"), output("p3")]
+    for total, n in ((2000, 2), (35000, 35)):
+        frame = tso_frame(4, total - 54, tos=0)
+        expected = model.forward(frame, actions, TxOffloads(), rx)
+        assert len(expected.frames) == n
+        send_and_expect(p1, [frame], p3, expected, title=f"{total} bytes",
+                        steps=case_record.steps, second_opinion=second_opinion)
+    sandbox.wait_coverage("dpif_netdev_output_grow_queues", 1)
+    sandbox.wait_coverage("dp_packet_gso", 2)
+
+
+# -- beyond upstream ----------------------------------------------------------------
+
+SHAPES = [(400, "PA"), (1500, "A"), (1501, "FPA"), (1501, "UA"), (64000, "PA")]
+TX_PORTS = [TxOffloads(), TxOffloads(tso_segsz=500)]
+RX_L4 = {"rx_l4_none": CsumState.UNKNOWN, "rx_l4_partial": CsumState.PARTIAL}
+
+
+def edge_frame(ipv: int, size: int, flags: str) -> tuple[bytes, bytes]:
+    payload = bytes((i * 7) % 256 for i in range(size))
+    return tso_frame(ipv, payload, flags=flags, seq=0xFFFFF000), payload
+
+
+PLAIN_EDGES = [pytest.param(inner, size, flags, tx, rx, id=f"{inner}-{size}B-{flags}-{tx.id}-{rx}")
+               for inner, (size, flags), tx, rx in itertools.product(
+                   ("in4", "in6"), SHAPES, TX_PORTS, RX_L4)]
+
+
+@TSO
+@pytest.mark.parametrize("inner,size,flags,tx,rx", PLAIN_EDGES)
+def test_tso_edges_plain(two_ports, inner: str, size: int, flags: str, tx: TxOffloads,
+                         rx: str) -> None:
+    """Payloads smaller than a segment, an exact multiple, one byte over, and 64000
+    bytes (128 segments); PSH, FIN and URG (PSH/FIN only on the last segment); to
+    a TSO port (the frame unchanged, its TCP checksum left to the NIC when it
+    was partial) and to a port without TSO.  The sequence number wraps."""
+    frame, payload = edge_frame(int(inner[-1]), size, flags)
+    two_ports.flow("in_port=p1", [output("p2")])
+    captured = two_ports.forward([frame], [output("p2")], tx=tx,
+                                 rx=RxFlags(l4=RX_L4[rx], tso_segsz=500))
+    assert reassembled(captured, frame) == payload
+
+
+TUNNEL_EDGES = [
+    pytest.param(kind, ul, csum, inner, size, flags, tx, rx,
+                 id=f"{kind}-ul{ul}-{'csum_on' if csum else 'csum_off'}-{inner}-{size}B-"
+                    f"{flags}-{tx.id}-{rx}")
+    for (kind, ul, csum), inner, (size, flags), tx, rx in itertools.product(
+        [(k, u, c) for k in ("vxlan", "geneve", "gre") for u in (4, 6) for c in (True, False)],
+        ("in4", "in6"), SHAPES, TX_PORTS, RX_L4)]
+
+
+@pytest.mark.parametrize("tunnel,underlay,csum,inner,size,flags,tx,rx", TUNNEL_EDGES)
+def test_tso_edges_tunnel(tunnel_bench, tunnel: str, underlay: int, csum: bool, inner: str,
+                          size: int, flags: str, tx: TxOffloads, rx: str) -> None:
+    """The same shapes pushed into every tunnel type over both underlays, csum on
+    and off: always segmented in software (no tunnel TSO), each segment with its
+    own outer and inner lengths, ids and checksums."""
+    bench, record = tunnel_bench(tunnel, underlay, tso=True)
+    frame, payload = edge_frame(int(inner[-1]), size, flags)
+    tun = spec(tunnel, underlay, csum)
+    captured = bench.forward(record, tun, "in_port=p1", [PushTunnel(tun, "11"), output("p2")],
+                             [frame], RxFlags(l4=RX_L4[rx], tso_segsz=500), tx)
+    assert reassembled(captured, frame) == payload

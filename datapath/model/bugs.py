@@ -1,0 +1,48 @@
+"""Known deviations of OVS from correct behaviour, found by this suite.
+
+The model computes what a correct datapath must emit.  Where OVS is known to
+do otherwise, the model also says exactly what OVS emits instead (or that it
+aborts), and names the bug.  A case then passes as xfail only if OVS shows
+precisely that deviation; if OVS behaves correctly the case fails, asking for
+the entry to be retired.  Each entry says where in OVS the behaviour comes from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OvsBug:
+    key: str
+    title: str
+    where: str
+    crash: bool = False  # ovs-vswitchd aborts instead of sending
+
+    def reason(self) -> str:
+        return f"known OVS bug [{self.key}]: {self.title} ({self.where})"
+
+
+GRE_CSUM_AT_PUSH = OvsBug(
+    "gre-csum-at-push",
+    "the GRE checksum is computed when the header is pushed, over inner checksums "
+    "that are only finished at send, so it does not match the bytes on the wire",
+    "lib/netdev-native-tnl.c netdev_gre_push_header()")
+
+L4_PARTIAL_NOT_TCP_UDP = OvsBug(
+    "l4-partial-assert",
+    "ovs-vswitchd aborts when it sends a packet whose L4 checksum is flagged "
+    "partial but which is neither TCP nor UDP (e.g. ICMP from a port that marks "
+    "every packet L4-partial)",
+    "lib/dp-packet.c dp_packet_ol_send_prepare(): ovs_assert(dp_packet_l4_proto_sctp(p))",
+    crash=True)
+
+TSO_SHORT_TUNNEL_ASSERT = OvsBug(
+    "tso-short-tunnel-assert",
+    "ovs-vswitchd aborts when a VXLAN/Geneve packet with an outer UDP checksum carries "
+    "a TSO segment size but less payload than one segment (nothing to segment, so the "
+    "segment size stays set and the outer checksum shortcut asserts on it)",
+    "lib/packets.c packet_udp_tunnel_csum(): "
+    "ovs_assert(payload_len == tso_segsz * dp_packet_gso_nr_segs(p))",
+    crash=True)
+
+ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT)

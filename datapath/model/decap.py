@@ -1,0 +1,80 @@
+"""Native tunnel receive (tnl_pop): which encapsulated frames a datapath must
+accept, and what it counts (reference §4 and netdev-native-tnl.c semantics).
+
+- Outer IPv4 header checksum: trusted if the rx port said good or partial;
+  verified if unknown (native_tnl_l3csum_checked); a bad one (said or found)
+  drops the frame (native_tnl_l3csum_err).  IPv6 has none.
+- VXLAN/Geneve UDP checksum: 0 means none; otherwise as above with the L4
+  flag (native_tnl_l4csum_checked / _err).
+- GRE checksum: always verified when present; a wrong one drops the frame.
+- Every drop counts datapath_drop_tunnel_pop_error.
+- After the pop the inner packet's checksum state is reset to unknown: inner
+  checksums are neither checked nor finished, only patched by rewrites.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from datapath.model import csum
+from datapath.model.packet import PROTO_GRE, PROTO_UDP, Packet, parse_layer
+from datapath.offloads import CsumState, RxFlags
+
+COUNTERS = ("datapath_drop_tunnel_pop_error", "native_tnl_l3csum_checked",
+            "native_tnl_l3csum_err", "native_tnl_l4csum_checked", "native_tnl_l4csum_err")
+
+
+@dataclass
+class Popped:
+    inner: bytes | None  # None: dropped
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    notes: list[str] = field(default_factory=list)
+
+
+def pop(frame: bytes, rx: RxFlags) -> Popped:
+    """The inner frame that comes out of the tunnel port, or a drop and why."""
+    out = Popped(None)
+    lay = parse_layer(frame)
+    if lay.l3 is None or lay.proto not in (PROTO_UDP, PROTO_GRE):
+        raise ValueError("not an IP/UDP or IP/GRE tunnel frame")
+
+    def drop(reason: str, *counters: str) -> Popped:
+        out.counters["datapath_drop_tunnel_pop_error"] += 1
+        for c in counters:
+            out.counters[c] += 1
+        out.notes.append(f"dropped: {reason}")
+        return out
+
+    if lay.ipv == 4:
+        ihl = (frame[lay.l3] & 0x0F) * 4
+        if rx.ip is CsumState.UNKNOWN:
+            out.counters["native_tnl_l3csum_checked"] += 1
+            if csum.checksum(frame[lay.l3:lay.l3 + ihl]) != 0:
+                return drop("outer IPv4 checksum wrong (verified)", "native_tnl_l3csum_err")
+        elif rx.ip is CsumState.BAD:
+            return drop("rx port flagged the outer IP checksum bad", "native_tnl_l3csum_err")
+        else:
+            out.notes.append(f"outer IPv4 checksum trusted (rx flag {rx.ip.value})")
+    l4 = lay.l3 + (20 if lay.ipv == 4 else 40)
+    if lay.proto == PROTO_UDP:
+        lay.l4 = l4
+        udp_csum = struct.unpack_from("!H", frame, l4 + 6)[0]
+        if udp_csum:
+            if rx.l4 is CsumState.UNKNOWN:
+                out.counters["native_tnl_l4csum_checked"] += 1
+                if Packet(bytearray(frame)).l4_sum(lay) != 0xFFFF:
+                    return drop("outer UDP checksum wrong (verified)", "native_tnl_l4csum_err")
+            elif rx.l4 is CsumState.BAD:
+                return drop("rx port flagged the outer UDP checksum bad", "native_tnl_l4csum_err")
+            else:
+                out.notes.append(f"outer UDP checksum trusted (rx flag {rx.l4.value})")
+        dport = struct.unpack_from("!H", frame, l4 + 2)[0]
+        hdr = 8 + (8 if dport == 4789 else 8 + 4 * (frame[l4 + 8] & 0x3F))
+    else:
+        flags = struct.unpack_from("!H", frame, l4)[0]
+        hdr = 4 + 4 * sum(1 for bit in (0x8000, 0x2000, 0x1000) if flags & bit)
+        if flags & 0x8000 and csum.checksum(frame[l4:]) != 0:
+            return drop("GRE checksum wrong (always verified)")
+    out.inner = frame[l4 + hdr:]
+    out.notes.append("popped; inner checksum state reset to unknown")
+    return out
