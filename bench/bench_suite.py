@@ -69,10 +69,10 @@ def bench_step(install: OvsInstall, n: int) -> list[float]:
     return times
 
 
-def bench_cases(out: Path) -> tuple[float, list[float], int]:
+def bench_cases(out: Path, select: str) -> tuple[float, list[float], int]:
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "cases", "-m", "upstream", f"--out-dir={out}"],
+                           "cases", "-m", "upstream", "-k", select, f"--out-dir={out}"],
                           cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -88,6 +88,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="steps to time")
     ap.add_argument("--upstream-seconds", type=float,
                     help="upstream autotest wall time for the same tests, for the ratio")
+    ap.add_argument("-k", dest="select", default="not tunnel and not tso and not vxlan",
+                    help="which reproduced upstream cases to time (pytest -k); the default is "
+                         "the non-tunnel, non-TSO ones (upstream tests 1093, 1114, 1116-1121)")
     args = ap.parse_args()
     install = OvsInstall.locate(None)
     print(f"ovs {install.version_str}; {len(install.dummy_options)} netdev-dummy offload options")
@@ -98,7 +101,7 @@ def main() -> None:
     print(f"send-capture-compare step: median {statistics.median(st) * 1000:.2f} ms, "
           f"p95 {pct(st, .95) * 1000:.2f} ms (n={len(st)})")
     with tempfile.TemporaryDirectory() as tmp:
-        wall, durations, count = bench_cases(Path(tmp))
+        wall, durations, count = bench_cases(Path(tmp), args.select)
     print(f"reproduced upstream cases: {count} ids, wall {wall:.1f} s, per-case median "
           f"{statistics.median(durations) * 1000:.0f} ms, max {max(durations) * 1000:.0f} ms")
     if args.upstream_seconds:

@@ -54,7 +54,7 @@ _SHORT_BYTES = 16
 _MAX_REPR = 120
 
 
-def _dissect(data: bytes) -> list[Packet]:
+def dissect_layers(data: bytes) -> list[Packet]:
     """Return the layers of ``data`` as dissected by ``Ether()``, never rebuilt."""
     if not data:
         return []
@@ -100,6 +100,11 @@ def _layer_names(layers: list[Packet], tunnelled: bool) -> list[str]:
             prefix = ("outer", "inner")[level] if level < 2 else f"inner{level}"
             names.append(f"{prefix}.{cls}")
     return names
+
+
+def layer_names(layers: list[Packet]) -> list[str]:
+    """Layer names as the diff lines use them (outer./inner. only in tunnels)."""
+    return _layer_names(layers, any(_nesting_levels(layers)))
 
 
 def _stack_text(layers: list[Packet]) -> str:
@@ -225,7 +230,7 @@ def diff_frames(expected: bytes, got: bytes) -> list[str]:
     expected, got = bytes(expected), bytes(got)
     if expected == got:
         return []
-    exp_layers, got_layers = _dissect(expected), _dissect(got)
+    exp_layers, got_layers = dissect_layers(expected), dissect_layers(got)
     lines: list[str] = []
     if [type(x) for x in exp_layers] != [type(x) for x in got_layers]:
         lines.append(f"layers: expected {_stack_text(exp_layers)}, got {_stack_text(got_layers)}")
@@ -244,7 +249,7 @@ def diff_frames(expected: bytes, got: bytes) -> list[str]:
 
 def frame_summary(data: bytes) -> str:
     """A one-line scapy summary of a frame plus its length."""
-    layers = _dissect(bytes(data))
+    layers = dissect_layers(bytes(data))
     try:
         text = layers[0].summary() if layers else "(empty)"
     except Exception:

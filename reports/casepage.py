@@ -152,8 +152,6 @@ def _field_tables(sent: list[bytes | None], expected: list[bytes | None],
         exp = expected[index] if index < len(expected) else None
         cap = captured[index] if index < len(captured) else None
         groups = field_table(source, exp, cap)
-        if groups is None:
-            return []  # no scapy: the hex view below still shows every byte
         differs = sum(1 for g in groups for r in g["rows"] if r["differs"])
         tables.append({"index": index, "groups": groups, "differs": differs,
                        "missing": "expected" if exp is None else "captured" if cap is None else "",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.compare import dissect_layers, layer_names
+
 PAYLOAD_LAYERS = frozenset({"Raw", "Padding"})
 MAX_VALUE_CHARS = 60
 PAYLOAD_PREVIEW_BYTES = 16
@@ -18,53 +20,11 @@ Field = tuple[str, str]  # (field name, value as text)
 Layer = tuple[str, list[Field]]  # (layer name, fields)
 
 
-def frame_layers(data: bytes) -> list[Layer] | None:
-    """The named layers of a frame with their field values; None without scapy."""
-    try:
-        import scapy.layers.inet  # noqa: F401  (binds IP, TCP, UDP, ICMP)
-        import scapy.layers.inet6  # noqa: F401  (IPv6)
-        import scapy.layers.vxlan  # noqa: F401  (UDP 4789 -> VXLAN)
-        import scapy.contrib.geneve  # noqa: F401  (UDP 6081 -> GENEVE)
-        from scapy.layers.l2 import Ether
-        from scapy.packet import NoPayload, Raw
-    except ImportError:
-        return None
-    if not data:
-        return []
-    try:
-        packet: Any = Ether(data)
-    except Exception:  # scapy cannot parse even the Ethernet header
-        packet = Raw(load=data)
-    layers: list[Any] = []
-    while not isinstance(packet, NoPayload):
-        layers.append(packet)
-        packet = packet.payload
-    names = _layer_names(layers)
-    return [(name, _fields(layer)) for name, layer in zip(names, layers)]
-
-
-def _layer_names(layers: list[Any]) -> list[str]:
-    """Class names; a repeated class opens a deeper level and prefixes every name."""
-    levels: list[int] = []
-    level = 0
-    seen: set[str] = set()
-    for layer in layers:
-        cls = type(layer).__name__
-        if cls in seen and cls not in PAYLOAD_LAYERS:
-            level += 1
-            seen = set()
-        seen.add(cls)
-        levels.append(level)
-    tunnelled = any(levels)
-    names = []
-    for layer, level in zip(layers, levels):
-        cls = type(layer).__name__
-        if not tunnelled or cls in PAYLOAD_LAYERS:
-            names.append(cls)
-        else:
-            prefix = ("outer", "inner")[level] if level < 2 else f"inner{level}"
-            names.append(f"{prefix}.{cls}")
-    return names
+def frame_layers(data: bytes) -> list[Layer]:
+    """The named layers of a frame with their field values, named as the
+    comparison's diff lines name them."""
+    layers = dissect_layers(data)
+    return [(name, _fields(layer)) for name, layer in zip(layer_names(layers), layers)]
 
 
 def _fields(layer: Any) -> list[Field]:
@@ -88,16 +48,14 @@ def _fields(layer: Any) -> list[Field]:
 
 
 def field_table(sent: bytes | None, expected: bytes | None,
-                captured: bytes | None) -> list[dict[str, Any]] | None:
+                captured: bytes | None) -> list[dict[str, Any]]:
     """Rows grouped by layer: [{"layer", "differs", "rows": [{"field", "sent", "expected",
-    "captured", "differs", "changed"}]}]; None when scapy is unavailable.
+    "captured", "differs", "changed"}]}].
 
     `differs`: expected and captured disagree (the defect).  `changed`: the
     expected value is not the sent one (what the datapath had to do).
     """
     decoded = [frame_layers(f) if f is not None else [] for f in (sent, expected, captured)]
-    if any(d is None for d in decoded):
-        return None
     maps: list[dict[tuple[str, str], str]] = []
     order: list[tuple[str, str]] = []
     for layers in (decoded[1], decoded[2], decoded[0]):  # expected's order first

@@ -206,7 +206,7 @@ def test_different_layer_stacks_are_named_first_then_common_prefix() -> None:
 
 def test_fallback_when_dissection_shows_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Differing bytes always yield at least one line."""
-    monkeypatch.setattr(compare, "_dissect", lambda data: [])
+    monkeypatch.setattr(compare, "dissect_layers", lambda data: [])
     assert diff_frames(b"\x01\x02\x03", b"\x01\x02\x07") == [
         "bytes: first difference at offset 2 (expected 0x03, got 0x07)"
     ]
