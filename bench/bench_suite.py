@@ -29,6 +29,7 @@ from harness.control import check  # noqa: E402
 from harness.expect import send_and_expect  # noqa: E402
 from harness.install import OvsInstall  # noqa: E402
 from harness.sandbox import Sandbox  # noqa: E402
+from harness.tshark import Tshark, TsharkError  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -48,7 +49,7 @@ def bench_sandbox(install: OvsInstall, n: int) -> list[float]:
     return times
 
 
-def bench_step(install: OvsInstall, n: int) -> list[float]:
+def bench_step(install: OvsInstall, n: int, tshark: Tshark | None = None) -> list[float]:
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         sb = Sandbox(install, Path(tmp) / "run").start()
@@ -62,7 +63,8 @@ def bench_step(install: OvsInstall, n: int) -> list[float]:
             frame = compose("tcp", 4)
             for _ in range(n):
                 t0 = time.perf_counter()
-                send_and_expect(p1, [frame], p2, model.forward(frame, actions, tx, rx))
+                send_and_expect(p1, [frame], p2, model.forward(frame, actions, tx, rx),
+                                second_opinion=tshark)
                 times.append(time.perf_counter() - t0)
         finally:
             sb.stop()
@@ -100,6 +102,15 @@ def main() -> None:
     st = bench_step(install, args.n)
     print(f"send-capture-compare step: median {statistics.median(st) * 1000:.2f} ms, "
           f"p95 {pct(st, .95) * 1000:.2f} ms (n={len(st)})")
+    try:
+        checker = Tshark()
+    except TsharkError as exc:
+        print(f"step with tshark second opinion: not measured ({exc})")
+    else:
+        st = bench_step(install, args.n, checker)
+        checker.close()
+        print(f"step with tshark second opinion: median {statistics.median(st) * 1000:.2f} ms, "
+              f"p95 {pct(st, .95) * 1000:.2f} ms (n={len(st)})")
     with tempfile.TemporaryDirectory() as tmp:
         wall, durations, count = bench_cases(Path(tmp), args.select)
     print(f"reproduced upstream cases: {count} ids, wall {wall:.1f} s, per-case median "
