@@ -23,14 +23,14 @@ for sig in INT KILL; do
     # Wait until the run has daemons up, then interrupt it mid-case.
     for _ in $(seq 1 200); do pgrep -f ovs-vswitchd >/dev/null && break; sleep 0.05; done
     sleep 1
-    t0=$(date +%s.%N)
+    t0=$EPOCHREALTIME
     if [ "$sig" = INT ]; then
         kill -s INT -- "-$pid"   # Ctrl-C reaches the whole foreground process group
     else
         kill -s KILL "$pid"      # only the launcher: its namespace must die with it
     fi
     wait "$pid" 2>/dev/null
-    echo "leak_check: SIG$sig: run ended $(echo "$(date +%s.%N) - $t0" | bc) s after the signal"
+    echo "leak_check: SIG$sig: run ended $(python3 -c "print(round($EPOCHREALTIME - $t0, 2))") s after the signal"
     for _ in $(seq 1 100); do [ "$(snapshot)" = "$before" ] && break; sleep 0.1; done
     after=$(snapshot)
     if [ "$after" != "$before" ]; then

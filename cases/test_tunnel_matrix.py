@@ -98,7 +98,7 @@ def corrupt_outer(frame: bytes, what: str) -> bytes:
     if what == "bad_outer_ip":
         data[lay.l3 + 10] ^= 0x01
     else:
-        l4 = lay.l3 + (20 if lay.ipv == 4 else 40)
+        l4 = lay.l3 + ((data[lay.l3] & 0x0F) * 4 if lay.ipv == 4 else 40)
         data[l4 + (4 if lay.proto == PROTO_GRE else 6)] ^= 0x01
     return bytes(data)
 

@@ -3,6 +3,8 @@ what the model expects on another, and compare every frame field by field."""
 from __future__ import annotations
 
 
+import re
+
 import pytest
 
 from datapath.backends.base import Port
@@ -45,9 +47,13 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
                 captured=[f.hex() for f in captured], ok=not lines, diff=lines,
                 csum_state=expected.csum_state, notes=expected.notes + notes))
     rx.send(frames)
+    not_taken: WaitTimeout | None = None
     try:
-        wait_until(lambda: rx.rx_count() >= base + len(frames), timeout,
-                   what=f"{rx.name} to take {len(frames)} frame(s)")
+        try:
+            wait_until(lambda: rx.rx_count() >= base + len(frames), timeout,
+                       what=f"{rx.name} to take {len(frames)} frame(s)")
+        except WaitTimeout as exc:
+            not_taken = exc
 
         def enough() -> bool:
             captured.extend(tx.read_tx())
@@ -57,12 +63,17 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
     except WaitTimeout:
         pass  # the comparison below says what is missing
     except DaemonDied as exc:
-        if crash is None:
+        # Only the known abort, recognised by its message, is the known bug.
+        if crash is None or not re.search(crash.signature, exc.evidence or str(exc)):
             raise
         record([f"ovs-vswitchd died: {crash.title}"], [crash.reason()])
         pytest.xfail(f"{crash.reason()}\n{str(exc).splitlines()[0]}")
     captured.extend(tx.read_tx())
     lines = compare_frames(expected.frames, captured)
+    if not_taken is not None and not expected.frames:
+        # Nothing left and nothing was expected to: that proves a drop only if
+        # the datapath took the frames in the first place.
+        lines.append(f"{not_taken}: cannot tell a drop from a frame never received")
     if stale:
         lines.insert(0, f"{len(stale)} frame(s) on {tx.name} before this step was sent "
                         "(surplus of an earlier step)")

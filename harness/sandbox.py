@@ -30,7 +30,12 @@ class SandboxError(AssertionError):
 
 
 class DaemonDied(SandboxError):
-    pass
+    """The message has the tails of the log and stderr; `evidence` has them whole
+    (the lines near a crash can be pushed out of a tail by the backtrace)."""
+
+    def __init__(self, message: str, evidence: str = "") -> None:
+        super().__init__(message)
+        self.evidence = evidence
 
 
 def _tail(path: Path, n: int = 25) -> str:
@@ -74,9 +79,11 @@ class Daemon:
 
     def assert_alive(self, doing: str) -> None:
         if not self.alive():
+            evidence = "\n".join(_tail(p, 2000) for p in (self.log, self.stderr_path))
             raise DaemonDied(f"{self.name} died (exit status {self.proc.returncode}) {doing}\n"
                              f"--- tail of {self.log.name} ---\n{_tail(self.log)}\n"
-                             f"--- {self.stderr_path.name} ---\n{_tail(self.stderr_path)}")
+                             f"--- {self.stderr_path.name} ---\n{_tail(self.stderr_path)}",
+                             evidence)
 
     def wait_ready(self, timeout: float) -> None:
         def ready() -> bool:
@@ -166,7 +173,7 @@ class Sandbox:
         self.vswitchd_preexec = vswitchd_preexec
         self.stderr_allow = list(stderr_allow)
         self.env = {**os.environ, **{f"OVS_{d}DIR": str(rundir)
-                                      for d in ("RUN", "LOG", "DB", "SYSCONF", "BIN")}}
+                                      for d in ("RUN", "LOG", "DB", "SYSCONF")}}
         self.env["OVS_BINDIR"] = str(install.tools["ovs-vsctl"].parent)
         self.ovsdb: Daemon | None = None
         self.vswitchd: Daemon | None = None
@@ -178,6 +185,14 @@ class Sandbox:
     # -- lifecycle ---------------------------------------------------------
 
     def start(self, timeout: float = 10.0) -> "Sandbox":
+        """Start both daemons; if anything fails, nothing is left running."""
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.kill()
+            raise
+
+    def _start(self, timeout: float) -> "Sandbox":
         self.rundir.mkdir(parents=True, exist_ok=True)
         db = self.rundir / "conf.db"
         check(self._tool([self.install.tool("ovsdb-tool"), "create", str(db),

@@ -160,9 +160,17 @@ def reproducer(case: CaseRecord, versions: dict[str, str] | None = None) -> str 
         "",
         f"RECORDED_SCHEMA={shlex.quote(_schema(case))}",
         _START.strip("\n"),
-        "",
-        "# ---- the case's commands, in the order the test ran them",
     ]
+    # Database settings the case made before ovs-vswitchd started (some, such as
+    # userspace-tso-enable, are read only at start) go in before it starts here too.
+    pre = 0
+    while pre < len(commands) and commands[pre][0][0] == "ovs-vsctl" \
+            and "--no-wait" in commands[pre][0]:
+        pre += 1
+    for argv, rc in commands[:pre]:
+        out.append(f"run {rc} " + " ".join(shell_word(a, rundir) for a in argv))
+    out += [_START_VSWITCHD.strip("\n"), "", "# ---- the case's commands, in the order the test ran them"]
+    commands = commands[pre:]
     for path in sorted(set(ports.values())):  # netdev-dummy appends: start from empty files
         if rundir and _inside(path, rundir):
             out.append(f"rm -f {shell_word(path, rundir)}")
@@ -299,7 +307,12 @@ ovsdb-tool create "$RUN/conf.db" "$SCHEMA" || exit 2
 ovsdb-server --detach --no-chdir --pidfile --log-file --remote=punix:"$RUN/db.sock" \
     -vconsole:off "$RUN/conf.db" || exit 2
 ovs-vsctl --timeout=10 --no-wait init || exit 2
-ovs-vswitchd --enable-dummy=override --disable-system --disable-system-route \
+'''
+
+# Plain --enable-dummy, as the sandbox (and upstream by default): =override would
+# turn tunnel and tap ports into dummies.
+_START_VSWITCHD = r'''
+ovs-vswitchd --enable-dummy --disable-system --disable-system-route \
     --detach --no-chdir --pidfile --log-file -vvconn -vofproto_dpif -vunixctl \
     -vconsole:off || { echo "error: ovs-vswitchd did not start; see $RUN/ovs-vswitchd.log" >&2; exit 2; }
 '''

@@ -64,7 +64,7 @@ def test_generator_rewrites_paths_and_keeps_the_order() -> None:
     assert "# recorded with: ovs 4.0.0" in script and "#   E   FrameMismatch" in script
     lines = script.splitlines()
     order = [next(i for i, line in enumerate(lines) if needle in line)
-             for needle in ("ovs-vswitchd --enable-dummy=override", "add-br br1", "add-port br1 p2",
+             for needle in ("ovs-vswitchd --enable-dummy --disable-system", "add-br br1", "add-port br1 p2",
                             "add-flow br1", "vlog/set", "netdev-dummy/receive", "compare_port p2")]
     assert order == sorted(order)
     assert not any(line.startswith("run") and "ovsdb-tool" in line for line in lines)
@@ -224,3 +224,23 @@ def test_injected_failure_is_explained_and_reproduced(pytester: pytest.Pytester,
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"  expected: {SENT}\n  captured: {got}\n" in proc.stdout
     assert not list(run_dir.glob("*.pid")), "the reproducer left a daemon running"
+
+
+def test_settings_read_at_start_come_before_vswitchd() -> None:
+    """userspace-tso-enable is read only when ovs-vswitchd starts: the reproducer
+    must set it first, and must not start vswitchd with dummy overriding tunnels."""
+    run = "/out/cases/x"
+    case = CaseRecord(nodeid="cases/test_tso.py::test_tso[in4]", outcome="failed", commands=[
+        _cmd("/usr/bin/ovsdb-tool", "create", f"{run}/conf.db", "/usr/share/openvswitch/vswitch.ovsschema"),
+        _cmd("/usr/bin/ovs-vsctl", "--timeout=10", f"--db=unix:{run}/db.sock", "--no-wait", "init"),
+        _cmd("/usr/bin/ovs-vsctl", "--timeout=10", f"--db=unix:{run}/db.sock", "--no-wait", "set",
+             "Open_vSwitch", ".", "other_config:userspace-tso-enable=true"),
+        _cmd("/usr/bin/ovs-vsctl", "--timeout=10", f"--db=unix:{run}/db.sock", "add-br", "br1"),
+    ])
+    script = reproducer(case)
+    assert script is not None
+    tso = script.index("other_config:userspace-tso-enable=true")
+    start = script.index("ovs-vswitchd --enable-dummy --disable-system")
+    assert tso < start < script.index("add-br br1")
+    assert "--enable-dummy=override" not in script
+    assert bash_syntax_ok(script)

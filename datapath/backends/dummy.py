@@ -61,7 +61,7 @@ class DummyPort:
 
     def status(self) -> dict[str, str]:
         """The Interface status column (tx_*_offload keys and the like)."""
-        out = check(self.sb.vsctl("--format=json", "get", "Interface", self.name, "status")).stdout
+        out = check(self.sb.vsctl("get", "Interface", self.name, "status")).stdout
         return parse_ovsdb_map(out)
 
 

@@ -7,9 +7,9 @@ engine forwards port 1 -> port 0 (into OVS) and port 0 -> port 1 (out of
 OVS); its `csum` engine does the same while setting checksum offload flags,
 so that a frame reaches OVS as virtio NEEDS_CSUM (L4-partial).
 
-OVS is the vhost-user client and reconnects until the server exists, so the
-OVS port is added first and testpmd started after; testpmd shows its first
-prompt only once OVS has connected.
+testpmd is the vhost-user server: it is started first, and OVS's client port
+is added once testpmd's socket exists; testpmd shows its first prompt only
+once OVS has connected.
 """
 from __future__ import annotations
 

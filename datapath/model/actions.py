@@ -126,6 +126,9 @@ def ofctl_actions(actions: list[Action]) -> str:
     `output:TUNNEL` (the underlay output is the underlay bridge's doing)."""
     parts: list[str] = []
     for i, a in enumerate(actions):
+        if isinstance(a, PushTunnel) and not (i + 1 < len(actions)
+                                              and isinstance(actions[i + 1], Output)):
+            raise ValueError("a nested tunnel push spans bridges: write those flows by hand")
         if isinstance(a, Output) and i and isinstance(actions[i - 1], PushTunnel):
             continue
         parts.append(a.ofctl())

@@ -17,6 +17,9 @@ class OvsBug:
     title: str
     where: str
     crash: bool = False  # ovs-vswitchd aborts instead of sending
+    # For a crash: a regex the daemon's log or stderr must show, so that only
+    # this abort counts as the known bug (any other death stays a failure).
+    signature: str = ""
 
     def reason(self) -> str:
         return f"known OVS bug [{self.key}]: {self.title} ({self.where})"
@@ -33,8 +36,11 @@ L4_PARTIAL_NOT_TCP_UDP = OvsBug(
     "ovs-vswitchd aborts when it sends a packet whose L4 checksum is flagged "
     "partial but which is neither TCP nor UDP (e.g. ICMP from a port that marks "
     "every packet L4-partial)",
-    "lib/dp-packet.c dp_packet_ol_send_prepare(): ovs_assert(dp_packet_l4_proto_sctp(p))",
-    crash=True)
+    "lib/dp-packet.c dp_packet_ol_send_prepare(): ovs_assert(dp_packet_l4_proto_sctp(p)), "
+    "and ovs_assert(dp_packet_inner_l4_proto_sctp(p)) for the inner packet of a tunnel",
+    crash=True,
+    signature=r"assertion dp_packet_(inner_)?l4_proto_sctp\(p\) failed in "
+              r"dp_packet_ol_send_prepare")
 
 TSO_SHORT_TUNNEL_ASSERT = OvsBug(
     "tso-short-tunnel-assert",
@@ -43,6 +49,8 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
     "segment size stays set and the outer checksum shortcut asserts on it)",
     "lib/packets.c packet_udp_tunnel_csum(): "
     "ovs_assert(payload_len == tso_segsz * dp_packet_gso_nr_segs(p))",
-    crash=True)
+    crash=True,
+    signature=r"assertion payload_len == tso_segsz \* dp_packet_gso_nr_segs\(p\) failed "
+              r"in packet_udp_tunnel_csum")
 
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from datapath.model import csum
 from datapath.model.packet import PROTO_GRE, PROTO_UDP, Packet, parse_layer
+from datapath.model.tunnel import VXLAN_PORT
 from datapath.offloads import CsumState, RxFlags
 
 COUNTERS = ("datapath_drop_tunnel_pop_error", "native_tnl_l3csum_checked",
@@ -55,7 +56,7 @@ def pop(frame: bytes, rx: RxFlags) -> Popped:
             return drop("rx port flagged the outer IP checksum bad", "native_tnl_l3csum_err")
         else:
             out.notes.append(f"outer IPv4 checksum trusted (rx flag {rx.ip.value})")
-    l4 = lay.l3 + (20 if lay.ipv == 4 else 40)
+    l4 = lay.l3 + ((frame[lay.l3] & 0x0F) * 4 if lay.ipv == 4 else 40)
     if lay.proto == PROTO_UDP:
         lay.l4 = l4
         udp_csum = struct.unpack_from("!H", frame, l4 + 6)[0]
@@ -69,7 +70,7 @@ def pop(frame: bytes, rx: RxFlags) -> Popped:
             else:
                 out.notes.append(f"outer UDP checksum trusted (rx flag {rx.l4.value})")
         dport = struct.unpack_from("!H", frame, l4 + 2)[0]
-        hdr = 8 + (8 if dport == 4789 else 8 + 4 * (frame[l4 + 8] & 0x3F))
+        hdr = 8 + (8 if dport == VXLAN_PORT else 8 + 4 * (frame[l4 + 8] & 0x3F))
     else:
         flags = struct.unpack_from("!H", frame, l4)[0]
         hdr = 4 + 4 * sum(1 for bit in (0x8000, 0x2000, 0x1000) if flags & bit)

@@ -58,11 +58,6 @@ class TunnelSpec:
     def checksummed(self) -> bool:
         return self.underlay == 6 if self.csum is None else self.csum
 
-    def ovs_options(self) -> dict[str, str]:
-        opts = {"remote_ip": self.remote_ip, "key": str(self.key)}
-        if self.csum is not None:
-            opts["csum"] = "true" if self.csum else "false"
-        return opts
 
     @property
     def id(self) -> str:
