@@ -308,6 +308,8 @@ class Sandbox:
             raise SandboxError(f"{target} is not running")
         started = time.perf_counter()
         rc, out, err = daemon.transact(command, list(args))
+        if rc:  # ovs-appctl's own line after the server's error text
+            err += f"ovs-appctl: {target}: server returned an error\n"
         result = Result(["ovs-appctl", *( [] if target == "ovs-vswitchd" else ["-t", target]),
                          command, *args], rc, out, err)
         self.transcript.add(result, time.perf_counter() - started)
