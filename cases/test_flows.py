@@ -1,0 +1,143 @@
+"""Flow installation, modification and dump: dpif-netdev.at 1096-1101.
+
+Each runs with netdev-dummy ports polled by the main thread (dummy) and by PMD
+threads (dummy-pmd, with --dummy-numa=0,0,0,0,1,1,1,1).  The expectations are
+OVS's own text formats (miss-upcall keys, flow_add / flow_dump log lines,
+dpif/dump-flows), compared exactly after upstream's normalising filters.
+"""
+from __future__ import annotations
+
+import pytest
+
+from harness.control import check
+from harness.filters import filter_flow_dump, filter_flow_install, strip_timers, strip_xout
+from harness.wait import wait_until
+
+ICMP = ("in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,dst=50:54:00:00:00:0a),"
+        "eth_type(0x0800),ipv4(src=10.0.0.2,dst=10.0.0.1,proto=1,tos=0,ttl=64,frag=no),"
+        "icmp(type=8,code=0)")
+KEY_PREFIX = ("recirc_id(0),dp_hash(0),skb_priority(0),in_port(1),skb_mark(0),ct_state(0),"
+              "ct_zone(0),ct_mark(0),ct_label(0),")
+MISS_KEY = KEY_PREFIX + ICMP.replace("in_port(1),", "") + "\n"
+
+
+def port_types(title: str) -> list:
+    return [pytest.param(t, id=t, marks=[pytest.mark.upstream(f"{title} - {t}"),
+                                         pytest.mark.sandbox(dummy_numa="0,0,0,0,1,1,1,1")
+                                         if t == "dummy-pmd" else pytest.mark.sandbox()])
+            for t in ("dummy", "dummy-pmd")]
+
+
+def br0(sandbox, port_type: str, *ports: tuple[str, int]) -> None:
+    args: list[str] = []
+    for name, ofport in ports:
+        args += ["add-port", "br0", name, "--", "set", "interface", name, f"type={port_type}",
+                 f"ofport_request={ofport}", f"options:pstream=punix:{sandbox.rundir}/{name}.sock",
+                 "--"]
+    sandbox.add_of_br("br0", *args, "set", "bridge", "br0", "datapath-type=dummy",
+                      "other-config:datapath-id=1234", "fail-mode=secure")
+
+
+def miss_keys(sandbox) -> list[str]:
+    lines = sandbox.log_lines()
+    return [lines[i + 1] + "\n" for i, ln in enumerate(lines[:-1]) if "miss upcall" in ln]
+
+
+def wait_misses(sandbox, n: int) -> list[str]:
+    return wait_until(lambda: len(miss_keys(sandbox)) >= n and miss_keys(sandbox), 10,
+                      what=f"{n} 'miss upcall' log entries")
+
+
+@pytest.mark.parametrize("port_type", port_types(
+    "dpif-netdev - miss upcall key matches flow_install"))
+def test_miss_upcall_key_matches_flow_install(sandbox, port_type: str) -> None:
+    """The miss upcall's key is the full flow; the installed megaflow is the
+    wildcarded one, and without megaflows an exact-match flow is added too."""
+    br0(sandbox, port_type, ("p1", 1))
+    check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
+    check(sandbox.ofctl("add-flow", "br0", "action=normal"))
+    check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
+    assert wait_misses(sandbox, 1)[-1] == MISS_KEY
+    megaflow = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,"
+                "dst=50:54:00:00:00:0a),eth_type(0x0800),ipv4(frag=no), actions: <del>\n")
+    wait_until(lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
+               == megaflow, 10, what="the flow_add of the megaflow")
+    check(sandbox.appctl("upcall/disable-megaflows"), stdout="megaflows disabled\n")
+    check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
+    assert wait_misses(sandbox, 2)[-1] == MISS_KEY
+    exact = (KEY_PREFIX.replace("ct_state(0)", "ct_state(-new-est-rel-rpl-inv-trk-snat-dnat)")
+             + ICMP.replace("in_port(1),", "") + ", actions: <del>\n")
+    wait_until(lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
+               == exact + megaflow, 10, what="the flow_add of the exact-match flow",
+               describe=lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines()))))
+
+
+VLAN = ("in_port(1),packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03:04:05),"
+        "eth_type(0x8100),vlan(vid=1000,pcp=5),encap(eth_type(0x0800),ipv4(src=127.0.0.1,"
+        "dst=127.0.0.1,proto=0,tos=0,ttl=64,frag=no))")
+DP_FLOW = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,"
+           "dst=00:01:02:03:04:05),eth_type(0x8100),vlan(vid=1000,pcp=5/0x0),"
+           "encap(eth_type(0x0800),ipv4(frag=no)), ")
+
+
+@pytest.mark.parametrize("port_type", port_types("dpif-netdev - datapath flow modification"))
+def test_datapath_flow_modification(sandbox, port_type: str) -> None:
+    """After the OpenFlow rules change, revalidation must modify the datapath
+    flow: the same packet then counts on it and it outputs back to port 1."""
+    br0(sandbox, port_type, ("p1", 1), ("p2", 2))
+    check(sandbox.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg"))
+    check(sandbox.ofctl("del-flows", "br0"))
+    check(sandbox.ofctl("add-flow", "br0", "priority=1,ip,in_port=1,dl_src=00:06:07:08:09:0a,"
+                        "dl_dst=00:01:02:03:04:05,actions=output:2"))
+    check(sandbox.ofctl("add-flow", "br0", "priority=0,in_port=1,actions=IN_PORT"))
+    check(sandbox.appctl("netdev-dummy/receive", "p1", VLAN, "--len", "64"))
+    assert wait_misses(sandbox, 1)[-1] == KEY_PREFIX + VLAN.replace("in_port(1),", "") + "\n"
+    check(sandbox.appctl("revalidator/wait"))
+    check(sandbox.appctl("dpif/dump-flows", "br0"),
+          stdout=DP_FLOW + "packets:0, bytes:0, used:never, actions:2\n")
+    check(sandbox.ofctl("del-flows", "br0"))
+    check(sandbox.ofctl("add-flow", "br0", "priority=1,in_port=1,dl_src=00:06:07:08:09:0a,"
+                        "dl_dst=00:01:02:03:04:05,dl_type=0x0801,actions=output:2"))
+    check(sandbox.ofctl("add-flow", "br0", "priority=0,in_port=1,actions=IN_PORT"))
+    check(sandbox.appctl("revalidator/wait"))
+    check(sandbox.appctl("netdev-dummy/receive", "p1", VLAN, "--len", "64"))
+    want = DP_FLOW + "packets:1, bytes:64, used:0.0s, actions:1\n"
+
+    def dumped() -> str:
+        check(sandbox.appctl("revalidator/wait"))
+        return strip_timers(check(sandbox.appctl("dpif/dump-flows", "br0")).stdout)
+    wait_until(lambda: dumped() == want, 10, what="the modified datapath flow", describe=dumped)
+
+
+@pytest.mark.parametrize("port_type", port_types(
+    "dpif-netdev - miss upcall key matches flow_dump"))
+def test_miss_upcall_key_matches_flow_dump(sandbox, port_type: str) -> None:
+    """With terse (UFID) dumping disabled, the dumped flows carry full keys and
+    masks: the megaflow, then also the exact-match flow without megaflows."""
+    br0(sandbox, port_type, ("p1", 1))
+    check(sandbox.appctl("upcall/disable-ufid"),
+          stdout="Datapath dumping tersely using UFID disabled\n")
+    check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
+    check(sandbox.appctl("vlog/disable-rate-limit", "dpif"))
+    check(sandbox.ofctl("add-flow", "br0", "action=normal"))
+    check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
+    assert wait_misses(sandbox, 1)[-1] == MISS_KEY
+    wild = ("recirc_id(0),dp_hash(0/0),skb_priority(0/0),in_port(1),skb_mark(0/0),"
+            "ct_state(0/0),ct_zone(0/0),ct_mark(0/0),ct_label(0/0),packet_type(ns=0,id=0),"
+            "eth(src=50:54:00:00:00:09,dst=50:54:00:00:00:0a),eth_type(0x0800),"
+            "ipv4(src=10.0.0.2/0.0.0.0,dst=10.0.0.1/0.0.0.0,proto=1/0,tos=0/0,ttl=64/0,"
+            "frag=no),icmp(type=8/0,code=0/0), packets:0, bytes:0, used:never, actions: <del>\n")
+
+    def dumps() -> str:
+        check(sandbox.appctl("revalidator/wait"))
+        return strip_xout(filter_flow_dump("\n".join(sandbox.log_lines())))
+    wait_until(lambda: dumps() == wild, 10, what="the megaflow's flow_dump", describe=dumps)
+    check(sandbox.appctl("upcall/disable-megaflows"), stdout="megaflows disabled\n")
+    check(sandbox.appctl("upcall/disable-ufid"),
+          stdout="Datapath dumping tersely using UFID disabled\n")
+    check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
+    assert wait_misses(sandbox, 2)[-1] == MISS_KEY
+    exact = (KEY_PREFIX.replace("ct_state(0)", "ct_state(0/0xff)") + ICMP.replace("in_port(1),", "")
+             + ", packets:0, bytes:0, used:never, actions: <del>\n")
+    wait_until(lambda: dumps() == exact + wild, 10, what="the exact flow's flow_dump",
+               describe=dumps)
