@@ -1,4 +1,4 @@
-"""Flow installation, modification and dump: dpif-netdev.at 1096-1101.
+"""Flows and interfaces: dpif-netdev.at 1094-1101 and 1140.
 
 Each runs with netdev-dummy ports polled by the main thread (dummy) and by PMD
 threads (dummy-pmd, with --dummy-numa=0,0,0,0,1,1,1,1).  The expectations are
@@ -7,10 +7,13 @@ dpif/dump-flows), compared exactly after upstream's normalising filters.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness.control import check
-from harness.filters import filter_flow_dump, filter_flow_install, strip_timers, strip_xout
+from harness.filters import (filter_flow_dump, filter_flow_install, strip_timers, strip_xout,
+                             strip_xout_keep_actions)
 from harness.wait import wait_until
 
 ICMP = ("in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,dst=50:54:00:00:00:0a),"
@@ -141,3 +144,88 @@ def test_miss_upcall_key_matches_flow_dump(sandbox, port_type: str) -> None:
              + ", packets:0, bytes:0, used:never, actions: <del>\n")
     wait_until(lambda: dumps() == exact + wild, 10, what="the exact flow's flow_dump",
                describe=dumps)
+
+
+def dummy_iface_types() -> list:
+    return [pytest.param(t, id=t, marks=[pytest.mark.upstream(f"dpif-netdev - {t} interface"),
+                                         pytest.mark.sandbox(dummy_numa="0,0,0,0,8,8,8,8")
+                                         if t == "dummy-pmd" else pytest.mark.sandbox()])
+            for t in ("dummy", "dummy-pmd")]
+
+
+@pytest.mark.parametrize("port_type", dummy_iface_types())
+def test_dummy_interface(sandbox, port_type: str) -> None:
+    """Two bridges linked by a pair of dummies over a unix socket (p1 <-> p2):
+    a packet from p7 crosses to p8 and one from p8 to p7, installing four
+    megaflows, one per ingress port."""
+    run = sandbox.rundir
+    sandbox.add_of_br(
+        "br0", "add-port", "br0", "p1", "--", "set", "interface", "p1", f"type={port_type}",
+        f"options:pstream=punix:{run}/p0.sock", "ofport_request=1",
+        "--", "add-port", "br0", "p7", "--", "set", "interface", "p7", "ofport_request=7",
+        f"type={port_type}", "--", "add-br", "br1",
+        "--", "set", "bridge", "br1", "other-config:hwaddr=aa:66:aa:66:00:00",
+        "--", "set", "bridge", "br1", "datapath-type=dummy", "other-config:datapath-id=1234",
+        "fail-mode=secure",
+        "--", "add-port", "br1", "p2", "--", "set", "interface", "p2", f"type={port_type}",
+        f"options:stream=unix:{run}/p0.sock", "ofport_request=2",
+        "--", "add-port", "br1", "p8", "--", "set", "interface", "p8", "ofport_request=8",
+        f"type={port_type}")
+    check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
+    check(sandbox.ofctl("add-flow", "br0", "action=normal"))
+    check(sandbox.ofctl("add-flow", "br1", "action=normal"))
+    check(sandbox.appctl("time/stop"))
+    check(sandbox.appctl("time/warp", "5000"))
+    for port, src, dst, ips in (("7", "09", "0a", ("10.0.0.2", "10.0.0.1")),
+                                ("8", "0b", "0c", ("10.0.0.3", "10.0.0.4"))):
+        check(sandbox.appctl(
+            "netdev-dummy/receive", f"p{port}",
+            f"in_port({port}),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:{src},"
+            f"dst=50:54:00:00:00:{dst}),eth_type(0x0800),ipv4(src={ips[0]},dst={ips[1]},"
+            "proto=1,tos=0,ttl=64,frag=no),icmp(type=8,code=0)"))
+    check(sandbox.appctl("time/warp", "100"))
+    want = "".join(
+        f"recirc_id(0),in_port({port}),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:{src},"
+        f"dst=50:54:00:00:00:{dst}),eth_type(0x0800),ipv4(frag=no), actions: <del>\n"
+        for port, src, dst in (("1", "0b", "0c"), ("2", "09", "0a"), ("7", "09", "0a"),
+                               ("8", "0b", "0c")))
+
+    def installed() -> str:
+        return strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
+    # Upstream sleeps a second for the forwarders; here we wait for the result.
+    wait_until(lambda: installed() == want, 10, what="four megaflows", describe=installed)
+
+
+@pytest.mark.upstream("dpif-netdev - revalidators handle dp modification fail correctly")
+def test_revalidator_handles_failed_modification(sandbox) -> None:
+    """With its datapath flow deleted behind its back, a revalidator's flow
+    modification fails ('failed to put'); the inconsistent ukey must then be
+    deleted (every upcall/show 'keys' count 0)."""
+    sandbox.allow_log(r"failed to put", r"failed to flow_del")  # expected by design
+    check(sandbox.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath-type=dummy",
+                        "--", "add-port", "br0", "p1", "--", "set", "interface", "p1",
+                        "type=dummy", "--", "add-port", "br0", "p2", "--", "set", "interface",
+                        "p2", "type=dummy"))
+    check(sandbox.ofctl("add-flow", "br0", "table=0,in_port=p1,actions=p2"))
+    for _ in range(2):
+        check(sandbox.appctl("netdev-dummy/receive", "p1",
+                             "ipv4(src=10.0.0.1,dst=10.0.0.2),tcp(src=1,dst=2)"))
+    # Upstream relies on forked ovs-appctl being slow; here: wait until taken.
+    wait_until(lambda: sandbox.port_stats().get("p1", {}).get("rx_packets", 0) >= 2, 10,
+               what="p1 to take both packets")
+    dump = check(sandbox.appctl("dpctl/dump-flows")).stdout
+    dump = "".join(re.sub(r".*thread:", "", ln) + "\n" for ln in dump.splitlines())
+    assert strip_xout_keep_actions(dump) == (
+        "\nrecirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no), "
+        "packets:0, bytes:0, used:0.0s, actions:2\n")
+    check(sandbox.appctl("revalidator/wait"))
+    check(sandbox.appctl("revalidator/pause"))
+    check(sandbox.appctl("dpctl/del-flows"))
+    check(sandbox.appctl("revalidator/resume"))
+    flows = sandbox.rundir / "flows.txt"
+    flows.write_text("table=0,in_port=p1,ip actions=ct(commit)\n")
+    check(sandbox.ofctl("--bundle", "replace-flows", "br0", str(flows)))
+    check(sandbox.appctl("revalidator/wait"))
+    keys = [ln for ln in check(sandbox.appctl("upcall/show")).stdout.splitlines() if "keys" in ln]
+    assert keys and all(re.search(r"keys\s*:?\s*0\b", ln) for ln in keys), keys
+    assert any("failed to put" in ln for ln in sandbox.log_lines(since_mark=False))
