@@ -12,8 +12,9 @@ import re
 import pytest
 
 from harness.control import check
-from harness.filters import (filter_flow_dump, filter_flow_install, strip_timers, strip_xout,
-                             strip_xout_keep_actions)
+from harness.filters import (filter_flow_dump, filter_flow_install, filter_hw_flow_del,
+                             filter_hw_flow_install, filter_hw_packet_netdev_dummy, strip_timers,
+                             strip_xout, strip_xout_keep_actions)
 from harness.wait import wait_until
 
 ICMP = ("in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,dst=50:54:00:00:00:0a),"
@@ -229,3 +230,62 @@ def test_revalidator_handles_failed_modification(sandbox) -> None:
     keys = [ln for ln in check(sandbox.appctl("upcall/show")).stdout.splitlines() if "keys" in ln]
     assert keys and all(re.search(r"keys\s*:?\s*0\b", ln) for ln in keys), keys
     assert any("failed to put" in ln for ln in sandbox.log_lines(since_mark=False))
+
+
+HWOL_PACKET = ("packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03:04:05),"
+               "eth_type(0x0800),ipv4(src=127.0.0.1,dst=127.0.0.1,proto=0,tos=0,ttl=64,frag=no)")
+
+
+@pytest.mark.parametrize("port_type", port_types("dpif-netdev - partial hw offload"))
+def test_partial_hw_offload(sandbox, port_type: str) -> None:
+    """With hw-offload on, the dummy offload provider gets the megaflow (mark 1),
+    the second packet matches it by mark, the datapath flow counts it, and when
+    the flow expires it is deleted from the 'hardware' too."""
+    run = sandbox.rundir
+    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
+                      f"type={port_type}", "ofport_request=1",
+                      f"options:pstream=punix:{run}/p1.sock", "options:ifindex=1100", "--",
+                      "set", "bridge", "br0", "datapath-type=dummy",
+                      "other-config:datapath-id=1234", "fail-mode=secure")
+    check(sandbox.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg",
+                         "dpif_offload_dummy:file:dbg"))
+    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:hw-offload=true"))
+    log = lambda: "\n".join(sandbox.log_lines())  # noqa: E731
+
+    def logged(text: str) -> None:
+        wait_until(lambda: text in log(), 10, what=f"'{text}' in the log")
+    logged("Flow HW offload is enabled")
+    check(sandbox.ofctl("del-flows", "br0"))
+    check(sandbox.ofctl("add-flow", "br0", "in_port=1,actions=IN_PORT"))
+    check(sandbox.appctl("netdev-dummy/receive", "p1", HWOL_PACKET, "--len", "64"))
+    assert wait_misses(sandbox, 1)[-1] == KEY_PREFIX + HWOL_PACKET + "\n"
+    logged("succeed to add netdev flow")
+    assert strip_xout(filter_hw_flow_install(log())) == (
+        "p1: flow put[create]: flow match: recirc_id=0,eth,ip,in_port=1,"
+        "vlan_tci=0x0000/0x1fff,nw_frag=no, mark: 1\n")
+    assert strip_xout(filter_flow_install(log())) == (
+        "recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no), "
+        "actions: <del>\n")
+    check(sandbox.appctl("netdev-dummy/receive", "p1", HWOL_PACKET, "--len", "64"))
+    matched = ("p1: packet: ip,vlan_tci=0x0000,dl_src=00:06:07:08:09:0a,dl_dst=00:01:02:03:04:05,"
+               "nw_src=127.0.0.1,nw_dst=127.0.0.1,nw_proto=0,nw_tos=0,nw_ecn=0,nw_ttl=64,"
+               "nw_frag=no matches with flow: recirc_id=0,eth,ip,vlan_tci=0x0000/0x1fff,"
+               "nw_frag=no with mark: 1\n")
+    wait_until(lambda: strip_xout(filter_hw_packet_netdev_dummy(log())) == matched, 10,
+               what="the packet to match the offloaded flow by mark",
+               describe=lambda: strip_xout(filter_hw_packet_netdev_dummy(log())))
+    want = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no), "
+            "packets:1, bytes:64, used:0.0s, actions:1\n")
+
+    def dumped() -> str:
+        check(sandbox.appctl("revalidator/wait"))
+        return strip_timers(check(sandbox.appctl("dpif/dump-flows", "br0")).stdout)
+    wait_until(lambda: dumped() == want, 10, what="the datapath flow's stats", describe=dumped)
+    check(sandbox.appctl("time/stop"))
+    check(sandbox.appctl("time/warp", "15000"))
+    check(sandbox.appctl("revalidator/wait"))
+    logged("succeed to delete netdev flow")
+    assert strip_xout(filter_hw_flow_del(log())) == "p1: flow del: mark: 1\n"
+    if port_type == "dummy-pmd":
+        perf = check(sandbox.appctl("dpif-netdev/pmd-perf-show")).stdout
+        assert "PHWOL hits:                  1" in perf, perf

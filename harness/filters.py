@@ -72,3 +72,21 @@ def uuidfilt(text: str) -> str:
     def repl(m: re.Match[str]) -> str:
         return f"<{seen.setdefault(m.group(0), len(seen))}>"
     return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", repl, text)
+
+
+def _grep_dbg(text: str, pattern: str) -> str:
+    """grep PATTERN | sed 's/.*|DBG|//' | sort -u."""
+    lines = {re.sub(r".*\|DBG\|", "", ln) for ln in text.splitlines() if re.search(pattern, ln)}
+    return _join(sorted(lines))
+
+
+def filter_hw_flow_install(text: str) -> str:
+    return _grep_dbg(text, r"dpif_offload_dummy.*flow put\[create\]")
+
+
+def filter_hw_flow_del(text: str) -> str:
+    return _grep_dbg(text, r"dpif_offload_dummy.*flow del")
+
+
+def filter_hw_packet_netdev_dummy(text: str) -> str:
+    return _grep_dbg(text, r"dpif_offload_dummy.*: packet:.*with mark")
