@@ -55,7 +55,11 @@ def test_megaflow_ufid_unique_per_wildcards(sandbox) -> None:
     for tos in ("0x20/0", "0"):
         check(sandbox.appctl("dpctl/add-flow", FLOW_KEY.format(tos=tos), "3"))
     check(sandbox.appctl("revalidator/resume"))
-    ufids = {m.group(1) for ln in sandbox.log_lines()
-             if re.search(r"flow_add.*tcp\(src=80,dst=8080\)", ln)
-             for m in [re.search(r"mega_ufid:([0-9a-f-]+)", ln)] if m}
-    assert len(ufids) == 2, ufids
+    def ufids() -> set[str]:
+        return {m.group(1) for ln in sandbox.log_lines()
+                if re.search(r"flow_add.*tcp\(src=80,dst=8080\)", ln)
+                for m in [re.search(r"mega_ufid:([0-9a-f-]+)", ln)] if m}
+    # Both flow_add lines reach the log; then exactly two distinct mega_ufids.
+    wait_until(lambda: sum("flow_add" in ln and "tcp(src=80,dst=8080)" in ln
+                           for ln in sandbox.log_lines()) >= 2, 10, what="two flow_add lines")
+    assert len(ufids()) == 2, ufids()
