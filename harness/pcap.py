@@ -186,23 +186,28 @@ def read_all(path: str | os.PathLike[str]) -> list[bytes]:
     return frames
 
 
+def global_header() -> bytes:
+    """The header of a little-endian, microsecond, Ethernet pcap stream."""
+    return struct.pack("<IHHiIII", _MAGIC_USEC, 2, 4, 0, 0, MAX_RECORD_LEN, LINKTYPE_ETHERNET)
+
+
+def record(frame: bytes, usec: int = 0) -> bytes:
+    """One pcap record (timestamp 0 s + usec) holding the whole frame."""
+    return struct.pack("<IIII", 0, usec, len(frame), len(frame)) + frame
+
+
 def write_pcap(path: str | os.PathLike[str], frames: Iterable[bytes]) -> None:
     """Write ``frames`` as a little-endian, microsecond, Ethernet pcap file.
 
     Record timestamps are zero so that the output is reproducible.
     """
-    out = bytearray(
-        struct.pack(
-            "<IHHiIII", _MAGIC_USEC, 2, 4, 0, 0, MAX_RECORD_LEN, LINKTYPE_ETHERNET
-        )
-    )
+    out = bytearray(global_header())
     for index, frame in enumerate(frames):
         if len(frame) > MAX_RECORD_LEN:
             raise PcapError(
                 f"{os.fspath(path)}: frame {index} has {len(frame)} bytes, "
                 f"over the maximum of {MAX_RECORD_LEN}"
             )
-        out += struct.pack("<IIII", 0, 0, len(frame), len(frame))
-        out += frame
+        out += record(frame)
     with open(path, "wb") as f:
         f.write(out)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import select
 import shutil
-import struct
 import subprocess
 import time
+
+from harness import pcap
 
 FIELDS = {"IP": "ip.checksum.status", "TCP": "tcp.checksum.status",
           "UDP": "udp.checksum.status", "GRE": "gre.checksum.status"}
@@ -46,7 +47,7 @@ class Tshark:
         self._out = self.proc.stdout
         self._buf = b""
         self.count = 0
-        self._write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        self._write(pcap.global_header())
 
     def _write(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -72,7 +73,7 @@ class Tshark:
     def raw(self, frame: bytes) -> dict[str, list[str]]:
         """Per protocol, the status of each of its headers, outermost first."""
         self.count += 1
-        self._write(struct.pack("<IIII", 0, self.count, len(frame), len(frame)) + frame)
+        self._write(pcap.record(frame, self.count))
         parts = self._line().split("|")
         if parts[0] != str(self.count):
             raise TsharkError(f"tshark answered for frame {parts[0]}, expected {self.count}")

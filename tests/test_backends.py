@@ -16,7 +16,7 @@ import pytest
 
 from datapath.backends.base import BackendError
 from datapath.backends.dpdk import net_tap_rx_flags
-from datapath.backends.kernel import (KernelPort, datapath_rx_packets, dp_port_stats, express,
+from datapath.backends.kernel import (KernelPort, datapath_rx_packets, express,
                                       tx_from_status)
 from datapath.backends.netns import (VIRTIO_NET_HDR_F_NEEDS_CSUM, Cleanup, VnetHdr,
                                      complete_needs_csum, partial_csum_frame)
@@ -103,7 +103,7 @@ def test_dp_port_stats_survives_ovs_missing_line_break() -> None:
             "    TX packets:0 errors:0\n  port 2: p1 (tap)\n"
             ", could not retrieve stats (No such device)  port 3: p2\n"
             "    RX packets:7 errors:0 dropped:0\n    TX packets:5 errors:0\n")
-    stats = dp_port_stats(FakeSandbox(dpctl=text))  # type: ignore[arg-type]
+    stats = FakeSandbox(dpctl=text).port_stats()
     assert stats["p1"] == {}
     assert stats["p2"] == {"rx_packets": 7, "tx_packets": 5}
     pmd = ("main thread:\n  Rx packets:                    3  (0 Kpps)\n"

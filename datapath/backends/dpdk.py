@@ -23,7 +23,7 @@ import itertools
 import struct
 from pathlib import Path
 
-from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, dp_port_stats,
+from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort,
                                       interface_status, tx_from_status)
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model import csum
@@ -220,7 +220,7 @@ class DpdkPcapPort(KernelPort):
 
     def rx_count(self) -> int:
         """Received packets over all starts of the device (a restart may reset them)."""
-        raw = dp_port_stats(self.sb).get(self.name, {}).get("rx_packets", 0)
+        raw = self.sb.port_stats().get(self.name, {}).get("rx_packets", 0)
         if raw < self._rx_last:
             self._rx_offset += self._rx_last
         self._rx_last = raw

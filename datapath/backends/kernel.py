@@ -31,11 +31,6 @@ MOVED_DEVICE_LOG = (
 )
 
 
-def dp_port_stats(sb: Sandbox) -> dict[str, dict[str, int]]:
-    """Per-port datapath counters (see Sandbox.port_stats)."""
-    return sb.port_stats()
-
-
 def datapath_rx_packets(sb: Sandbox) -> int:
     """Packets the userspace datapath received on all its threads and ports."""
     out = check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout
@@ -137,7 +132,7 @@ class KernelPort:
         return self.kernel.read()
 
     def rx_count(self) -> int:
-        return dp_port_stats(self.sb).get(self.name, {}).get("rx_packets", 0)
+        return self.sb.port_stats().get(self.name, {}).get("rx_packets", 0)
 
     # -- capabilities ----------------------------------------------------------
 

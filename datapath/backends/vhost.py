@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from datapath.backends.kernel import dp_port_stats, interface_status, tx_from_status
+from datapath.backends.kernel import interface_status, tx_from_status
 from datapath.backends.testpmd import TestPmd
 from datapath.offloads import RxFlags, TxOffloads
 from harness.control import check
@@ -72,7 +72,7 @@ class VhostUserClientPort:
         return tx_from_status(self.status)[1]
 
     def rx_count(self) -> int:
-        return dp_port_stats(self.sb).get(self.name, {}).get("rx_packets", 0)
+        return self.sb.port_stats().get(self.name, {}).get("rx_packets", 0)
 
 
 class Guest:
