@@ -330,7 +330,8 @@ class OvsInstall:
         """Which OVS this is, where, and how it was chosen (run header, report)."""
         how = {"runtime": "the provisioned runtime's package", "PATH": "found on PATH",
                "--ovs-bindir": "chosen by --ovs-bindir",
-               "OVS_BINDIR": "chosen by OVS_BINDIR"}.get(self.chosen_by, self.chosen_by)
+               "OVS_BINDIR": "chosen by OVS_BINDIR"}.get(self.chosen_by,
+                                                          f"chosen by {self.chosen_by}")
         where = (str(self.tools["ovs-vswitchd"]) if self.layout.kind == "PATH"
                  else self.layout.describe())
         return f"Open vSwitch {self.version_str} at {where}; {how}"

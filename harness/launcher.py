@@ -8,7 +8,7 @@ Stdlib only: this runs on the bare host before any dependency exists.
     ./ovstest compare --baseline A --candidate B [PYTEST ARGS]
                                     the same selection on two OVS builds, and what changed
     ./ovstest provision             only build (or check) the cached runtime root
-    ./ovstest shell                 an interactive shell inside the sealed runtime
+    ./ovstest shell [COMMAND...]    a shell (or one command) inside the sealed runtime
 
 Which OVS runs: the one --ovs-bindir DIR (or OVS_BINDIR) names, an install prefix,
 its bin/ or sbin/, or a build tree; otherwise the provisioned runtime's package.
@@ -276,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         if choice.layout is not None:
             probe(root, choice)
         extra, rw = out_dir_mounts(extra)
-        inner = (["/bin/bash", "-i"] if args.mode == "shell"
-                 else ["python3", *inner_args(args.mode, extra)])
+        if args.mode == "shell":  # interactive, or one command line
+            inner = ["/bin/bash", "-c", " ".join(extra)] if extra else ["/bin/bash", "-i"]
+        else:
+            inner = ["python3", *inner_args(args.mode, extra)]
         sealed, env = sealed_argv(root, inner, ro=choice.mounts, rw=rw, extra_env=choice.env())
         return exec_sealed(sealed, env)
     except LaunchError as exc:

@@ -243,6 +243,14 @@ exec chroot "$R" /bin/sh -c 'cd /src && exec "$@"' sh "$@"
 """
 
 
+def host_path(path: str) -> str:
+    """Inside the sealed runtime the checkout is /src; say where it is on the host."""
+    host = os.environ.get("OVSTEST_HOST_SRC")
+    if host and (path == "/src" or path.startswith("/src/")):
+        return host + path[len("/src"):]
+    return path
+
+
 def sealed_argv(root: Path, inner: list[str], *, ro: tuple[Path, ...] = (),
                 rw: tuple[Path, ...] = (),
                 extra_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:

@@ -31,6 +31,7 @@ from typing import Any
 import jinja2
 
 from harness.compare import diff_frames
+from harness.runtime import host_path
 from reports.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, case_slug
 from reports.render import TEMPLATES, render
 
@@ -174,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"compare: {len(data['outcome_changes'])} outcome change(s) "
           f"({len(data['regressions'])} passed -> failed), {data['frames_changed_ids']} of "
-          f"{data['ids']['frames_compared']} ids with different frames: {page}")
+          f"{data['ids']['frames_compared']} ids with different frames: {host_path(str(page))}")
     for change in data["frame_changes"][:10]:
         print(f"  {change['field']} differs in {change['count']} ids")
     return 1 if data["regressions"] else 0

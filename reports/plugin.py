@@ -8,7 +8,6 @@ only process that writes files.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import time
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from harness.runtime import host_path
 from reports.dissect import DissectError, dissect, write_pcap
 from reports.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step,
                              case_slug, known_bug_status)
@@ -297,7 +297,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(f"{bug['key']}: {bug_status_text(bug)}",
                                         red=bug["status"] in ("absent", "mixed"))
     if state.report_path:
-        terminalreporter.write_sep("-", f"OVS report: {_host_path(state.report_path)}")
+        terminalreporter.write_sep("-", f"OVS report: {host_path(state.report_path)}")
     elif state.problem:
         terminalreporter.write_sep("-", f"OVS report: {state.problem}", red=True)
 
@@ -365,14 +365,6 @@ def _param_text(value: object) -> str:
     if isinstance(enum_value, (str, int)) and type(value).__module__ != "builtins":
         return str(enum_value)
     return str(value)
-
-
-def _host_path(path: str) -> str:
-    """Inside the sealed runtime the checkout is /src; say where it is on the host."""
-    host = os.environ.get("OVSTEST_HOST_SRC")
-    if host and (path == "/src" or path.startswith("/src/")):
-        return host + path[len("/src"):]
-    return path
 
 
 def _short(text: str, limit: int) -> str:
