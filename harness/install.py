@@ -390,7 +390,8 @@ def main(argv: list[str]) -> int:
     except InstallError as exc:
         print(f"ovstest: error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({"version": install.version_str, "describe": install.describe(),
+    print(json.dumps({"version": install.version_str,
+                      "describe": f"Open vSwitch {install.version_str} at {layout.describe()}",
                       "identity": identity(layout), "dummy_options": len(install.dummy_options),
                       "dpdk": install.dpdk_version}))
     return 0
