@@ -37,6 +37,7 @@ PACKAGES = [
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-openvswitch",
     "python3-pyroute2", "python3-pytest-xdist", "python3-pytest-timeout",
+    "python3-hypothesis", "python3-matplotlib", "gdb", "ruff", "mypy",
     "chromium", "fonts-dejavu-core",
 ]
 
@@ -44,6 +45,9 @@ PACKAGES = [
 VERSIONED = ("openvswitch-switch", "openvswitch-switch-dpdk", "dpdk", "python3-openvswitch",
              "tshark", "python3-scapy", "python3-pytest")
 OVS_PACKAGE = "openvswitch-switch"
+PRUNE_AFTER_DAYS = 3  # a root of another key that no run used this long is removed
+APT_TIMEOUT = 600  # seconds, each apt-get call on the host
+MMDEBSTRAP_TIMEOUT = 1800  # seconds, building the root
 
 # Variables that may cross into the sealed runtime.
 PASS_ENV = ("TERM", "CI", "PYTEST_ADDOPTS", "OVSTEST_KEEP", "COLUMNS")
@@ -108,7 +112,12 @@ def ensure_host_tools() -> None:
     pkgs = ["mmdebstrap" if t == "mmdebstrap" else "util-linux" for t in missing]
     for argv in (["apt-get", "update", "-qq"],
                  ["apt-get", "install", "-y", "-qq", *pkgs]):
-        if subprocess.run(argv, stdout=subprocess.DEVNULL).returncode != 0:
+        try:
+            rc = subprocess.run(argv, stdout=subprocess.DEVNULL, timeout=APT_TIMEOUT).returncode
+        except subprocess.TimeoutExpired:
+            raise LaunchError(f"'{' '.join(argv)}' did not finish within {APT_TIMEOUT} s "
+                              "(is the mirror reachable?); install mmdebstrap by hand") from None
+        if rc != 0:
             raise LaunchError(f"'{' '.join(argv)}' failed; install mmdebstrap by hand")
 
 
@@ -145,7 +154,13 @@ def provision(force: bool = False) -> Path:
             SUITE, str(work / "root"), mirror,
         ]
         with open(work / "mmdebstrap.log", "w") as log:
-            rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
+            try:
+                rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
+                                    timeout=MMDEBSTRAP_TIMEOUT).returncode
+            except subprocess.TimeoutExpired:
+                raise LaunchError(f"mmdebstrap did not finish within {MMDEBSTRAP_TIMEOUT} s "
+                                  f"(is the mirror {mirror} reachable?); its log: "
+                                  f"{work / 'mmdebstrap.log'}") from None
         if rc != 0:
             tail = (work / "mmdebstrap.log").read_text(errors="replace").splitlines()[-15:]
             raise LaunchError("mmdebstrap failed (rc %d); last lines:\n  %s"
@@ -161,14 +176,17 @@ def provision(force: bool = False) -> Path:
         return final / "root"
 
 
-def prune(base: Path, keep: Path) -> None:
-    """Remove roots of other keys (dead weight), except those a run still uses."""
+def prune(base: Path, keep: Path, idle_days: float = PRUNE_AFTER_DAYS) -> None:
+    """Remove roots of other keys that no run used for `idle_days` (another
+    checkout may still want its own key's root), and never one a run holds."""
     for old in base.glob("runtime-*"):
-        if old == keep:
+        mark = old / ".in-use"
+        if old == keep or (mark.exists() and time.time() - mark.stat().st_mtime
+                           < idle_days * 86400):
             continue
         try:
-            with open(old / ".in-use", "a") as mark:
-                fcntl.flock(mark, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with open(mark, "a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 shutil.rmtree(old, ignore_errors=True)
         except OSError:  # a sealed run holds it (shared lock): leave it for later
             continue
@@ -176,9 +194,12 @@ def prune(base: Path, keep: Path) -> None:
 
 def hold(root: Path) -> int:
     """A shared lock on the root, inherited by the sealed run: while it lives,
-    provisioning of another key does not remove this root.  Returns the fd."""
-    fd = os.open(root.parent / ".in-use", os.O_WRONLY | os.O_CREAT, 0o644)
+    provisioning of another key does not remove this root (nor for
+    PRUNE_AFTER_DAYS after).  Returns the fd."""
+    mark = root.parent / ".in-use"
+    fd = os.open(mark, os.O_WRONLY | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_SH)
+    os.utime(mark)
     os.set_inheritable(fd, True)
     return fd
 
