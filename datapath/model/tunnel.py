@@ -13,7 +13,7 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
-from datapath.model import csum
+from datapath.model import bugs, csum
 from datapath.model.packet import PROTO_GRE, PROTO_UDP, Layer, Packet, parse_layer
 from datapath.offloads import CsumState
 
@@ -134,4 +134,4 @@ def push(pkt: Packet, spec: TunnelSpec) -> None:
         # keeps where it is and fills it (correctly) once the packet is final.
         pkt.gre_csum_ofs = len(eth) + len(ip) + 4
         gre = pkt.gre_csum_ofs - 4
-        pkt.ovs_gre_csum = csum.checksum(bytes(pkt.data[gre:]))
+        pkt.ovs_gre_csum = csum.checksum(bugs.ovs_bytes(pkt)[gre:])
