@@ -56,6 +56,8 @@ KINDS: dict[str, NativeKind] = {
                             ("remote", "2001:db8::1", "local", "2001:db8::2", "seq", "key",
                              "1", "erspan_ver", "1", "erspan", "7"),
                             "CONFIG_IPV6_GRE (ip6erspan)"),
+    # Not a tunnel, but a device a tunnel test stacks on one (ADD_VLAN).
+    "vlan": NativeKind("vlan", "", 4, ("id", "5"), "CONFIG_VLAN_8021Q (802.1Q vlan)"),
 }
 
 
@@ -68,8 +70,12 @@ def missing(kind: str) -> str | None:
     try:
         if spec.underlay == 6:
             ns.enable_ipv6()
-        proc = ns.ip("link", "add", "probe0", "type", spec.link_type, *spec.probe_args,
-                     check=False)
+        parent: tuple[str, ...] = ()
+        if kind == "vlan":  # a VLAN device needs an Ethernet device under it
+            ns.ip("link", "add", "probe1", "type", "veth", "peer", "name", "probe2")
+            parent = ("link", "probe1")
+        proc = ns.ip("link", "add", *parent, "probe0", "type", spec.link_type,
+                     *spec.probe_args, check=False)
     finally:
         ns.delete()
     if proc.returncode == 0:
