@@ -164,7 +164,7 @@ class Sandbox:
                  vswitchd_args: Iterable[str] = (), log_allow: Iterable[str] = (),
                  vswitchd_exe: str | None = None, other_config: dict[str, str] | None = None,
                  vswitchd_preexec: Callable[[], None] | None = None,
-                 stderr_allow: Iterable[str] = ()) -> None:
+                 stderr_allow: Iterable[str] = (), system_route: bool = False) -> None:
         """The keyword arguments after log_allow serve the real-port backends:
         `vswitchd_exe` runs another ovs-vswitchd binary (the DPDK build) under
         the usual name; `other_config` is written before vswitchd starts (for
@@ -183,6 +183,7 @@ class Sandbox:
         self.other_config = dict(other_config or {})
         self.vswitchd_preexec = vswitchd_preexec
         self.stderr_allow = list(stderr_allow)
+        self.system_route = system_route
         self.env = {**os.environ, **install.env, **{f"OVS_{d}DIR": str(rundir)
                                       for d in ("RUN", "LOG", "DB", "SYSCONF")}}
         self.env["OVS_BINDIR"] = str(install.tools["ovs-vsctl"].parent)
@@ -219,7 +220,7 @@ class Sandbox:
                              *(f"other_config:{k}={v}" for k, v in self.other_config.items())))
         argv = [self.install.tool("ovs-vswitchd"), f"--enable-dummy={self.enable_dummy}"
                 if self.enable_dummy else "--enable-dummy",
-                "--disable-system", "--disable-system-route"]
+                "--disable-system", *([] if self.system_route else ["--disable-system-route"])]
         if self.dummy_numa:
             argv.append(f"--dummy-numa={self.dummy_numa}")
         argv += [*self.vswitchd_args, "--no-chdir", "--pidfile", "--log-file",

@@ -38,7 +38,7 @@ class TunnelSpec:
     remote_ip: str
     local_mac: str  # the underlay bridge's hwaddr
     remote_mac: str  # the next hop's MAC (tnl/neigh/set)
-    key: int = 123
+    key: int | None = 123  # None: no key option (GRE then carries no key field, VNI 0)
     csum: bool | None = None  # None: the OVS default (on over IPv6, off over IPv4)
     udp_src: int = 57363  # tnl/egress_port_range set to exactly this port
     ttl: int = 64
@@ -81,16 +81,16 @@ def _inner_tos(pkt: Packet) -> int:
 def _tunnel_header(spec: TunnelSpec, inner_len: int) -> bytes:
     """The bytes after the outer IP header, with lengths and checksums still zero."""
     if spec.kind == "gre":
-        flags = (GRE_CSUM if spec.checksummed else 0) | GRE_KEY
+        flags = (GRE_CSUM if spec.checksummed else 0) | (GRE_KEY if spec.key is not None else 0)
         hdr = struct.pack("!HH", flags, ETH_TYPE_TEB)
         if spec.checksummed:
             hdr += bytes(4)
-        return hdr + struct.pack("!I", spec.key)
+        return hdr + (struct.pack("!I", spec.key) if spec.key is not None else b"")
     if spec.kind == "vxlan":
-        body = struct.pack("!II", 0x08000000, spec.key << 8)
+        body = struct.pack("!II", 0x08000000, (spec.key or 0) << 8)
         port = VXLAN_PORT
     else:
-        body = struct.pack("!HHI", 0, ETH_TYPE_TEB, spec.key << 8)
+        body = struct.pack("!HHI", 0, ETH_TYPE_TEB, (spec.key or 0) << 8)
         port = GENEVE_PORT
     udp_csum = 0xFFFF if spec.checksummed else 0
     return struct.pack("!HHHH", spec.udp_src, port, 8 + len(body) + inner_len, udp_csum) + body
