@@ -15,16 +15,11 @@ import itertools
 
 import pytest
 
-from datapath import model
-from datapath.model import decap
-from datapath.model.actions import PushTunnel, ofctl_actions, output
-from datapath.offloads import RxFlags, TxOffloads
-from datapath.paths import both_paths
+from datapath.model.actions import PushTunnel, output
+from datapath.offloads import TxOffloads
 from fixtures.frames import encapsulate
 from fixtures.tunnel import (LOCAL_MAC, REMOTE_MAC, RX_STATES, TUNNEL_OFPORT, UNDERLAY,
                              inner_frame, rewrite, rx_flags, spec)
-from harness.expect import send_and_expect
-from harness.wait import WaitTimeout, wait_until
 
 TUNNELS = ["vxlan", "geneve", "gre"]
 UNDERLAYS = [4, 6]
@@ -99,35 +94,5 @@ def test_decap_csum(tunnel_bench, tunnel: str, underlay: int, inner: str, l4: st
                        inner_frame(inner, l4, frame == "bad_inner"), csum=csum)
     if frame in ("bad_outer_ip", "bad_outer_csum"):
         sent = corrupt_outer(sent, frame)
-    flags = rx_flags(rx)
     suffix, rw = rewrite(inner, l4)
-    actions = [*rw, output("p1")]
-    bench.prepare(record, tun, f"in_port=t1{suffix}", ofctl_actions(actions),
-                  bench.p2, flags, bench.p1, TxOffloads())
-    popped = decap.pop(sent, flags)
-    expected = model.Expected(frames=[], notes=list(popped.notes))
-    if popped.inner is not None:
-        expected.extend(model.forward(popped.inner, actions, TxOffloads(), RxFlags()))
-
-    def send(path: str) -> list[bytes]:
-        before = bench.counters(decap.COUNTERS)
-        out = send_and_expect(bench.p2, [sent], bench.p1, expected, steps=record.steps,
-                              title=f"{tun.id} {rx} {frame} [{path}]",
-                              second_opinion=bench.tshark)
-
-        def moved() -> dict[str, int]:
-            after = bench.counters(decap.COUNTERS)
-            return {k: after[k] - before[k] for k in decap.COUNTERS}
-        # A PMD thread's coverage counters (real ports) reach the totals about once
-        # a second; the main thread's (dummy ports) at once.
-        try:
-            wait_until(lambda: moved() == popped.counters, 3, what="the coverage counters")
-        except WaitTimeout:
-            pass
-        got = moved()
-        assert got == popped.counters, \
-            f"{path}: coverage counters moved {got}, model says {popped.counters}"
-        return out
-    both_paths(bench.sb, bench.mode, send, record.steps)
-    l3_drop = popped.counters["native_tnl_l3csum_err"] > 0
-    bench.check_log(*([r"native_tnl\|WARN\|ip packet has invalid checksum"] if l3_drop else []))
+    bench.receive(record, tun, f"in_port=t1{suffix}", [*rw, output("p1")], sent, rx_flags(rx))
