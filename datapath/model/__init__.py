@@ -8,12 +8,14 @@ section 4), never from what OVS printed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from datapath.model import gso
 from datapath.model.actions import Action, Output, PushTunnel
 from datapath.model.bugs import OvsBug
 from datapath.model.packet import Packet
 from datapath.model.send import prepare, transmit
+from datapath.model.tunnel import TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
 
 
@@ -97,3 +99,31 @@ def push_nested(pkt: Packet, action: PushTunnel) -> list[Packet]:
         prepare(seg, frozenset(), "push of a second tunnel:")
         action.apply(seg)
     return segs
+
+
+def encapsulate(frame: bytes, spec: TunnelSpec, tx: TxOffloads = TxOffloads(),
+                rx: RxFlags = RxFlags(), **inputs: int) -> Expected:
+    """One frame out of a tunnel port onto the underlay port: the push (with its
+    per-packet inputs, see tunnel.push) and the underlay port's send."""
+    pkt = receive(frame, rx)
+    push(pkt, spec, **inputs)
+    out = Expected(frames=[])
+    emit(out, transmit(pkt, tx))
+    return out
+
+
+def map_frames(exp: Expected, fn: Callable[[bytes], bytes]) -> Expected:
+    """The same expectation for frames that something after the datapath's port
+    changes the same way (e.g. a VLAN tag added by the underlay bridge)."""
+    return Expected(frames=[fn(f) for f in exp.frames], csum_state=list(exp.csum_state),
+                    notes=list(exp.notes), bugs=list(exp.bugs),
+                    ovs_frames=[fn(f) for f in exp.ovs_frames])
+
+
+def deviation(correct: Expected, ovs: Expected, *bugs: OvsBug) -> Expected:
+    """The correct frames, with what OVS sends instead because of known bugs."""
+    out = Expected(frames=list(correct.frames), csum_state=list(correct.csum_state),
+                   notes=list(correct.notes), bugs=list(correct.bugs),
+                   ovs_frames=list(ovs.frames))
+    out.bugs += [b for b in bugs if b not in out.bugs]
+    return out
