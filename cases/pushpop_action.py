@@ -5,6 +5,7 @@ Each function continues the same sandbox where the previous one left it.
 from __future__ import annotations
 
 
+import re
 import signal
 import subprocess
 
@@ -178,6 +179,22 @@ def check_l3gre_echo(t: PushPop) -> None:
 def check_geneve_controller(t: PushPop) -> None:
     """A Geneve packet with options matched on tun_metadata0 goes to the
     controller (ovs-ofctl monitor) with its tunnel metadata."""
+    monitor_packet_in(t, F.GENEVE_OPTS, "tun_src=1.1.2.92,tun_dst=1.1.2.88", revalidate=True)
+    dump = "".join(ln + "\n" for ln in t.appctl("dpif/dump-flows", "int-br").stdout.splitlines()
+                   if "in_port(6081)" in ln)
+    assert re.sub(r"recirc_id=[0-9]*", "recirc_id=<cleared>", dump) == (
+        "recirc_id(0),tunnel(tun_id=0x7b,src=1.1.2.92,dst=1.1.2.88,geneve({class=0xffff,"
+        "type=0x80,len=4,0xa/0xf}{class=0xffff,type=0,len=4}),flags(+key)),in_port(6081),"
+        "packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no), packets:0, bytes:0, "
+        "used:never, actions:userspace(pid=0,controller(reason=1,dont_send=0,continuation=0,"
+        "recirc_id=<cleared>,rule_cookie=0,controller_id=0,max_len=65535))\n")
+
+
+def monitor_packet_in(t: PushPop, frame: str, tunnel: str, revalidate: bool) -> None:
+    """`ovs-ofctl monitor int-br 65534` while the Geneve frame (option 0xa) is
+    received under the rule tun_metadata0=0xa/0xf,actions=5,controller: one
+    packet-in with the tunnel metadata and the popped frame (the model's: its
+    length and the fields of its ICMP packet), then t4 (port 5) counts it."""
     log = t.sb.rundir / "ofctl_monitor.log"
     with open(log, "wb") as err:
         monitor = subprocess.Popen([t.sb.install.tool("ovs-ofctl"), "monitor", "int-br",
@@ -187,8 +204,9 @@ def check_geneve_controller(t: PushPop) -> None:
     try:
         t.ofctl("del-flows", "int-br")
         t.ofctl("add-flow", "int-br", "tun_metadata0=0xa/0xf,actions=5,controller")
-        t.revalidate()
-        t.receive("p0", F.GENEVE_OPTS)
+        if revalidate:
+            t.revalidate()
+        t.receive("p0", frame)
         wait_until(lambda: log.read_text().count("\n") >= 2, 10, what="the packet-in")
     finally:  # OVS_APP_EXIT_AND_WAIT(ovs-ofctl)
         ctl = t.sb.rundir / f"ovs-ofctl.{monitor.pid}.ctl"
@@ -199,26 +217,19 @@ def check_geneve_controller(t: PushPop) -> None:
         except subprocess.TimeoutExpired:
             monitor.send_signal(signal.SIGKILL)
             monitor.wait()
-    inner = pop(bytes.fromhex(F.GENEVE_OPTS), RxFlags()).inner
-    assert inner is not None and len(inner) == 98
+    inner = pop(bytes.fromhex(frame), RxFlags()).inner
+    assert inner is not None
+    ip = inner[14:]
+    src, dst = (".".join(str(b) for b in ip[o:o + 4]) for o in (12, 16))
+    mac = [":".join(f"{b:02x}" for b in inner[o:o + 6]) for o in (0, 6)]
     check(Result(["cat", "ofctl_monitor.log"], 0, log.read_text(), ""), stdout=(
-        f"NXT_PACKET_IN2 (xid=0x0): cookie=0x0 total_len={len(inner)} tun_id=0x7b,"
-        "tun_src=1.1.2.92,tun_dst=1.1.2.88,tun_metadata0=0xa,in_port=5 (via action) "
-        f"data_len={len(inner)} (unbuffered)\n"
-        "icmp,vlan_tci=0x0000,dl_src=be:b6:f4:e1:49:4a,dl_dst=fe:71:d8:83:72:4f,"
-        "nw_src=30.0.0.1,nw_dst=30.0.0.2,nw_tos=0,nw_ecn=0,nw_ttl=64,nw_frag=no,"
-        "icmp_type=0,icmp_code=0 icmp_csum:4227\n"))
-    t.settle(lambda: t.port_line("int-br", 5), port_rx(5, 1, len(inner)), "Geneve rx")
-    dump = [ln for ln in t.appctl("dpif/dump-flows", "int-br").stdout.splitlines()
-            if "in_port(6081)" in ln]
-    import re
-    assert [re.sub(r"recirc_id=[0-9]*", "recirc_id=<cleared>", ln) for ln in dump] == [
-        "recirc_id(0),tunnel(tun_id=0x7b,src=1.1.2.92,dst=1.1.2.88,geneve({class=0xffff,"
-        "type=0x80,len=4,0xa/0xf}{class=0xffff,type=0,len=4}),flags(+key)),in_port(6081),"
-        "packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no), packets:0, bytes:0, "
-        "used:never, actions:userspace(pid=0,controller(reason=1,dont_send=0,continuation=0,"
-        "recirc_id=<cleared>,rule_cookie=0,controller_id=0,max_len=65535))"]
-
+        f"NXT_PACKET_IN2 (xid=0x0): cookie=0x0 total_len={len(inner)} tun_id=0x7b,{tunnel},"
+        f"tun_metadata0=0xa,in_port=5 (via action) data_len={len(inner)} (unbuffered)\n"
+        f"icmp,vlan_tci=0x0000,dl_src={mac[1]},dl_dst={mac[0]},nw_src={src},nw_dst={dst},"
+        f"nw_tos={ip[1]},nw_ecn=0,nw_ttl={ip[8]},nw_frag=no,icmp_type={ip[20]},"
+        f"icmp_code={ip[21]} icmp_csum:{ip[22:24].hex()}\n"))
+    assert len(inner) == 98 and src == "30.0.0.1"  # upstream's values
+    t.settle(lambda: t.port_line("int-br", 5), port_rx(5, 1, len(inner)), "t4 rx")
 
 
 def check_tunnel_learning(t: PushPop) -> None:

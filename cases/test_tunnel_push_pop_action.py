@@ -106,11 +106,13 @@ def resolve_and_age(t: PushPop) -> None:
 
 
 def flood_into_tunnels(t: PushPop) -> None:
-    """int-br's NORMAL floods p1's ARP reply into every tunnel that can carry an
-    Ethernet frame to a known next hop: GRE t1, VXLAN t2 and VXLAN-GPE t7 to
-    1.1.2.92 (at f8:bc:12:44:34:b6), tagged with br0's access VLAN 10 on the
-    trunk p0.  t3 and t5 wait on 1.1.2.93 (an ARP request on VLAN 10), t4 has no
-    remote, and the L3 tunnels t6 (GRE) and t8 (GTP-U) carry IP packets only."""
+    """int-br's NORMAL (an Ethernet learning switch) floods p1's ARP reply into
+    every tunnel that carries Ethernet frames to a known next hop: GRE t1, VXLAN
+    t2 and VXLAN-GPE t7 to 1.1.2.92 (at f8:bc:12:44:34:b6), tagged with br0's
+    access VLAN 10 on the trunk p0.  t3 and t5 wait on 1.1.2.93 (an ARP request
+    on VLAN 10), t4 has no remote, and the L3 tunnels t6 (GRE) and t8 (GTP-U),
+    which cannot carry the Ethernet header the switch forwards on, are not
+    flooded."""
     arp = arp_packet(2, "f8:bc:12:44:34:c8", "1.1.2.92", "00:00:00:00:00:00", "1.1.2.88")
     frames = t.peek("p0", 3)
     sports = {t.sport(f) for f in frames if Packet.parse(f).proto == 17}  # one inner flow
