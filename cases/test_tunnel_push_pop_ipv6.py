@@ -10,6 +10,7 @@ which are the model's input.
 """
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -103,13 +104,25 @@ def test_srv6(pushpop: PushPop) -> None:
         t.expect("p0", out, f"SRv6 flow label {modes[n]}", inner)
         return [label(f) for f in got]
 
-    assert sorted(send(1, tcp_flows(2))) == [0, 0, 2, 3]
+    def parsed(n: int) -> list[str]:
+        """`ovs-ofctl parse-pcap p0.pcap | tail -n N | grep -o 'ipv6_label=0x[0-9a-f]*'`"""
+        out = t.ofctl("parse-pcap", "p0.pcap").stdout.splitlines()[-n:]
+        return [m for ln in out for m in re.findall(r"ipv6_label=0x[0-9a-f]*", ln)]
+
+    labels = send(1, tcp_flows(2))
+    assert sorted(parsed(4)) == ["ipv6_label=0x00000"] * 2 + ["ipv6_label=0x00002",
+                                                               "ipv6_label=0x00003"]
+    assert sorted(labels) == [0, 0, 2, 3]
     assert send(2, tcp_flows(3)) == [0, 0, 0, 0]
+    assert parsed(4) == ["ipv6_label=0x00000"] * 4
     assert len(set(send(3, tcp_flows(4)))) == 4
+    assert len(set(parsed(4))) == 4
     flows = tcp_flows(4)
     assert len(set(send(3, [flows[0], flows[0].replace("0x001", "0x002")]))) == 1
+    assert len(set(parsed(2))) == 1
     assert len(set(send(3, [flows[2], flows[2].replace("label=2", "label=3")
                             .replace("0x001", "0x002")]))) == 1
+    assert len(set(parsed(2))) == 1
     t.finish()
 
 
