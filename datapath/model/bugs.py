@@ -112,8 +112,29 @@ IPV4_LATER_FRAGMENT = OvsBug(
     "lib/packets.c packet_set_ipv4_addr(): checks ip_proto and the L4 size, not the "
     "fragment offset")
 
+GRE_SEQ_SHARED = OvsBug(
+    "gre-seq-shared",
+    "GRE/ERSPAN sequence numbers come from one counter per datapath tunnel port "
+    "(e.g. erspan_sys), shared by every OpenFlow tunnel port and ERSPAN session on "
+    "it: the first datagram of a second session does not carry 0 (RFC 2890 §2.2) and "
+    "its numbers skip those the other sessions used (draft-foschiano-erspan-03: the "
+    "sequence number increments per packet per session)",
+    "lib/netdev-native-tnl.c netdev_erspan_push_header() / netdev_gre_push_header(): "
+    "atomic_count_inc(&dev->gre_seqno) on the netdev of the tnl_push's datapath port")
+
+NEIGH_SNOOP_CACHED = OvsBug(
+    "neigh-snoop-cached",
+    "an ARP reply that matches an installed datapath flow is not snooped, so the "
+    "tunnel neighbour cache keeps a MAC it learned in between (from a received "
+    "tunnel packet) and encapsulated frames go to that stale MAC instead of the one "
+    "the latest ARP reply gave (RFC 826: a reply from a known sender updates its "
+    "entry; upstream's own comment expects the reply to be learned)",
+    "ofproto/ofproto-dpif-xlate.c: tnl_neigh_snoop() runs only in a translation with "
+    "side effects (an upcall), never for a packet that hits a datapath flow")
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, UDP6_PARTIAL_ZERO,
-       IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT)
+       IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
+       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED)
 
 
 # -- where OVS deviates: the model's correct packet in, OVS's way out ----------

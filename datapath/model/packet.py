@@ -292,3 +292,9 @@ class Packet:
             ok = csum.checksum(bytes(self.data[self.gre_csum_ofs - 4:])) == 0
             out["outer.GRE"] = "good" if ok else "bad"
         return out
+
+
+def with_vlan(frame: bytes, vid: int, pcp: int = 0) -> bytes:
+    """IEEE 802.1Q: the frame as a trunk port sends it for an access VLAN, a tag
+    (TPID 0x8100, TCI = PCP(3) DEI(1) VID(12)) after the source MAC."""
+    return frame[:12] + struct.pack("!HH", ETH_TYPE_VLAN, (pcp << 13) | vid) + frame[12:]
