@@ -58,14 +58,26 @@ class UnixctlClient:
     def transact(self, command: str, args: list[str],
                  timeout: float | None = None) -> tuple[str | None, str | None]:
         """(result, error) of one command, as the daemon answered it."""
+        return self.finish(self.begin(command, args), command, timeout)
+
+    def begin(self, command: str, args: list[str]) -> int:
+        """Send a command without waiting for its answer; returns its id."""
         self._id += 1
         request = json.dumps({"method": command, "params": args, "id": self._id})
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         try:
             self._sock.sendall(request.encode())
+        except OSError as exc:
+            raise UnixctlError(f"'{command}': {exc.strerror or exc}") from None
+        return self._id
+
+    def finish(self, request_id: int, command: str,
+               timeout: float | None = None) -> tuple[str | None, str | None]:
+        """The (result, error) of a command begin() sent."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        try:
             while True:
                 reply = self._next(deadline, command)
-                if reply.get("id") == self._id:
+                if reply.get("id") == request_id:
                     break  # anything else (a notification) is not our answer
         except OSError as exc:
             raise UnixctlError(f"'{command}': {exc.strerror or exc}") from None
