@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from harness.control import Result, Transcript, check, run_tool
+from harness.crash import crash_report
 from harness.install import OvsInstall
 from harness.logscan import scan_log, startup_stderr_problems
 from harness.unixctl import UnixctlClient, UnixctlError, UnixctlTimeout
@@ -90,10 +91,18 @@ class Daemon:
     def assert_alive(self, doing: str) -> None:
         if not self.alive():
             evidence = "\n".join(_tail(p, 2000) for p in (self.log, self.stderr_path))
+            report = self.crash_report()
             raise DaemonDied(f"{self.name} died (exit status {self.proc.returncode}) {doing}\n"
-                             f"--- tail of {self.log.name} ---\n{_tail(self.log)}\n"
+                             + (f"--- crash ---\n{report}\n" if report else "")
+                             + f"--- tail of {self.log.name} ---\n{_tail(self.log)}\n"
                              f"--- {self.stderr_path.name} ---\n{_tail(self.stderr_path)}",
                              evidence)
+
+    def crash_report(self) -> str:
+        """Why it died and its backtrace (symbolized where the binary allows), or ""."""
+        if self.alive():
+            return ""
+        return crash_report([_tail(p, 2000) for p in (self.log, self.stderr_path)])
 
     def wait_ready(self, timeout: float) -> None:
         def ready() -> bool:
@@ -342,6 +351,15 @@ class Sandbox:
         for daemon in (self.ovsdb, self.vswitchd):
             if daemon is not None:
                 daemon.assert_alive("during the test")
+
+    def crash_report(self) -> str:
+        """Each daemon that died: its exit status, why, and its backtrace."""
+        parts = []
+        for daemon in (self.vswitchd, self.ovsdb):
+            if daemon is not None and not daemon.alive():
+                parts.append(f"{daemon.name} (pid {daemon.proc.pid}) exited with status "
+                             f"{daemon.proc.returncode}\n{daemon.crash_report()}".rstrip())
+        return "\n\n".join(parts)
 
     # -- topology helpers (add_of_br / add_of_ports) ------------------------
 
