@@ -24,6 +24,13 @@ for f in "$AT" "$TREE/tests/testsuite.at" "$TREE/Makefile"; do
     [ -f "$f" ] || { echo "error: $TREE is not a configured OVS tree (no $f)" >&2; exit 2; }
 done
 [ -w "$AT" ] || { echo "error: $AT is not writable: work on a copy of the tree" >&2; exit 2; }
+configured=$(sed -n 's/^abs_top_builddir = //p' "$TREE/Makefile")
+if [ -n "$configured" ] && [ "$configured" != "$TREE" ]; then
+    # A cp -a of a build keeps the original's absolute paths (Makefile,
+    # config.status, tests/atconfig): fix them in place, keeping their times.
+    echo "note: $TREE was configured as $configured; its Makefile, config.status and" \
+         "tests/atconfig still name it (sed them, then touch -d their old times)" >&2
+fi
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 if [ $# -eq 0 ]; then
     set -- "$HERE"/reports/out-export/*.at
