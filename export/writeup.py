@@ -61,6 +61,47 @@ RULES: dict[str, Rule] = {
         "entire packet\"), RFC 8200 section 8.1 over IPv6.  The daemon must not abort.",
         "in packet_udp_tunnel_csum(), adjust the outer checksum for segmentation only "
         "when the payload is longer than one segment"),
+    "udp6-partial-zero-csum": Rule(
+        "IPv6 udp csum partial with a zero checksum field",
+        f"{CSUM_DOC} rule 5: a partial checksum \"may not be set in the packet data\" and "
+        "is completed at egress.  RFC 8200 section 8.1: \"unlike IPv4, the default behavior "
+        "when UDP packets are originated by an IPv6 node is that the UDP checksum is not "
+        "optional\"; a receiver discards a UDP/IPv6 packet with a zero checksum.  Zero is "
+        "no \"no checksum\" marker over IPv6: the checksum must be computed.",
+        "in packet_udp_complete_csum(), skip a zero checksum only over IPv4"),
+    "ipv4-header-only-csum": Rule(
+        "ip csum offload - header without payload",
+        "RFC 791 section 3.1: the header checksum covers the header and must be correct "
+        f"in every IPv4 packet, whatever follows it.  {CSUM_DOC}: a checksum OVS postponed "
+        "is completed at egress by OVS or the port.  A header-only packet (total length = "
+        "header length) leaves with the stale checksum, and receivers drop it.",
+        "in dp_packet_ip_set_header_csum(), compute the checksum whenever the header fits "
+        "the L3 data (ip_hdr_len <= l3 size)"),
+    "gso-cwr-every-segment": Rule(
+        "tso - CWR on the first segment only",
+        "RFC 3168 section 6.1.2: the TCP sender sets CWR in the first new data packet "
+        "after it reduced its window.  Segmenting one TSO packet into several must keep "
+        "CWR on the first segment only, as Linux GSO (tcp_gso_segment) and NIC TSO do; "
+        "a CWR on every segment tells the receiver of several window reductions.",
+        "in dp_packet_gso_update_segment(), clear CWR on every segment after the first"),
+    "ipv6-ext-pseudo-header": Rule(
+        "IPv6 csum with extension headers - pseudo-header next header",
+        "RFC 8200 section 8.1: the pseudo-header's Next Header is \"the upper-layer "
+        "protocol\" (6 for TCP, 17 for UDP), which \"will differ from the Next Header value "
+        "in the IPv6 header if there are extension headers\", and its length is the "
+        "upper-layer packet's.  A checksum completed with the first extension header's "
+        "type is wrong on the wire, and receivers drop the packet.",
+        "pass the upper-layer protocol (the flow's nw_proto) and the L4 length to "
+        "packet_csum_upperlayer6() and to the tunnel checksum shortcut"),
+    "ipv4-later-fragment-rewrite": Rule(
+        "ip address rewrite of a later fragment",
+        "RFC 791 section 3.2: only the first fragment carries the upper-layer header; a "
+        "later fragment's payload is data.  Rewriting an address changes the TCP/UDP "
+        "checksum of the whole datagram, which lives in the first fragment only; a later "
+        "fragment must be left as it is apart from its IP header.  Patching two payload "
+        "bytes corrupts the reassembled datagram.",
+        "in packet_set_ipv4_addr(), update an L4 checksum only when the packet is not a "
+        "later fragment"),
 }
 
 
