@@ -30,6 +30,7 @@ import pytest
 
 from datapath.backends.native_tunnel import link_errors
 from fixtures.kernel_peer import WireCheck
+from fixtures.tunnel import csum_id
 from fixtures.system_traffic import Traffic, payload, start, underlay
 from harness.control import check
 from harness.wait import WaitTimeout
@@ -77,7 +78,7 @@ def build(system_traffic, kind: str, ul: int, csum: bool, flavour: str):  # type
 
 
 @pytest.mark.parametrize("flavour", ["userspace", "tso"])
-@pytest.mark.parametrize("csum", [True, False], ids=["csum_on", "csum_off"])
+@pytest.mark.parametrize("csum", [True, False], ids=[csum_id(True), csum_id(False)])
 @pytest.mark.parametrize("underlay_ip", [4, 6], ids=["ul4", "ul6"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_kernel_judges_both_directions(system_traffic, request: pytest.FixtureRequest,

@@ -19,7 +19,7 @@ from datapath.model.actions import PushTunnel, output
 from datapath.offloads import TxOffloads
 from fixtures.frames import encapsulate
 from fixtures.tunnel import (LOCAL_MAC, REMOTE_MAC, RX_STATES, TUNNEL_OFPORT, UNDERLAY,
-                             inner_frame, rewrite, rx_flags, spec)
+                             csum_id, inner_frame, rewrite, rx_flags, spec)
 
 TUNNELS = ["vxlan", "geneve", "gre"]
 UNDERLAYS = [4, 6]
@@ -30,10 +30,6 @@ RX = list(RX_STATES)
 TXS = [TxOffloads.parse(s) for s in (
     "none", "ip,l4", "ip,l4,out_ip,out_udp", "ip_disabled,l4_disabled,out_ip_disabled,out_udp_disabled",
     "ip_disabled,l4,out_ip_disabled,out_udp")]
-
-
-def csum_id(on: bool) -> str:
-    return "csum_on" if on else "csum_off"
 
 
 ENCAP = [

@@ -38,6 +38,11 @@ L3_KINDS = ("srv6", "gtpu")
 FLOW_LABEL_MODES = ("zero", "copy", "compute")
 
 
+def csum_id(on: bool) -> str:
+    """How an id names a tunnel's checksum setting."""
+    return "csum_on" if on else "csum_off"
+
+
 class TunnelError(ValueError):
     pass
 
@@ -102,8 +107,7 @@ class TunnelSpec:
 
     @property
     def id(self) -> str:
-        csum_id = "csum_on" if self.checksummed else "csum_off"
-        return f"{self.kind}-ul{self.underlay}-{csum_id}"
+        return f"{self.kind}-ul{self.underlay}-{csum_id(self.checksummed)}"
 
 
 def _mac(text: str) -> bytes:
