@@ -6,13 +6,16 @@ field JSON-friendly: strings, numbers, lists and dicts only.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+FORMAT = 2  # results.json: 1 stored every text plain; 2 packs long ones
 # Outcomes from worst to best; anything else sorts after them.
 OUTCOME_ORDER = ("failed", "error", "xpassed", "xfailed", "skipped", "passed", "unknown")
 FAILED_OUTCOMES = ("failed", "error")
@@ -94,7 +97,17 @@ class CaseRecord:
     crash: str = ""  # a daemon that died during the case: why, and its backtrace
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain JSON.  Evidence of some size (commands, steps with their frames, the
+        log) is packed into one `evidence_z` text (see pack()): a run of bench
+        commands and TSO segments repeats itself and shrinks tenfold."""
+        data = dataclasses.asdict(self)
+        evidence = {key: data[key] for key in EVIDENCE}
+        text = json.dumps(evidence, separators=(",", ":"))
+        if len(text) > PACK_OVER:
+            data["evidence_z"] = pack(text)
+            for key in EVIDENCE:
+                data[key] = []
+        return data
 
     def compact(self, keep_frames: bool) -> None:
         """Drop the evidence only a case page or a reproducer shows (the commands,
@@ -112,10 +125,32 @@ class CaseRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CaseRecord":
         data = dict(data)
+        packed = data.pop("evidence_z", None)
+        if packed is not None:
+            data.update(json.loads(unpack(packed)))
         data["commands"] = [_build(Command, c) for c in data.get("commands", [])]
         data["steps"] = [_build(Step, s) for s in data.get("steps", [])]
         record: CaseRecord = _build(cls, data)
         return record
+
+
+EVIDENCE = ("commands", "steps", "log_excerpt")
+PACKED = "z:"  # a packed text: zlib-compressed, base64-encoded
+PACK_OVER = 2048  # characters of evidence below which a record stays plain
+
+
+def pack(text: str) -> str:
+    """A text as results.json stores it when packed: zlib, then base64."""
+    return PACKED + base64.b64encode(zlib.compress(text.encode(), 6)).decode()
+
+
+def unpack(text: str) -> str:
+    if isinstance(text, str) and text.startswith(PACKED):
+        try:
+            return zlib.decompress(base64.b64decode(text[len(PACKED):])).decode()
+        except (ValueError, zlib.error) as exc:
+            raise ValueError(f"a packed text is damaged: {exc}") from None
+    return text
 
 
 def _build(cls: Any, data: dict[str, Any]) -> Any:
@@ -145,7 +180,9 @@ class RunRecord:
 
     def dump(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({**dataclasses.asdict(self), "format": 1}, f, separators=(",", ":"))
+            data = dataclasses.asdict(dataclasses.replace(self, cases=[]))
+            data["cases"] = [case.to_json() for case in self.cases]
+            json.dump({**data, "format": FORMAT}, f, separators=(",", ":"))
 
     @classmethod
     def load(cls, path: str) -> "RunRecord":
@@ -154,8 +191,8 @@ class RunRecord:
                 data = json.load(f)
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: not a results file: {exc}") from None
-        if not isinstance(data, dict) or data.get("format") != 1:
-            raise ValueError(f"{path}: not a results file (missing format 1 marker)")
+        if not isinstance(data, dict) or data.get("format") not in (1, FORMAT):
+            raise ValueError(f"{path}: not a results file (missing format marker)")
         try:
             cases = [CaseRecord.from_json(c) for c in data.get("cases", [])]
             return cls(

@@ -62,7 +62,7 @@ def test_record_json_round_trip(tmp_path: Path) -> None:
     run.dump(str(path))
     loaded = RunRecord.load(str(path))
     assert loaded == run
-    assert json.loads(path.read_text())["format"] == 1
+    assert json.loads(path.read_text())["format"] == 2
 
 
 def test_record_from_json_ignores_unknown_keys() -> None:
@@ -387,3 +387,20 @@ def test_an_interrupted_case_is_in_results_as_junit_has_it(pytester: pytest.Pyte
     assert "test_third" not in cases
     junit = (out / "junit.xml").read_text()
     assert junit.count("<testcase") == len(cases)
+
+
+def test_large_evidence_is_packed_and_round_trips(tmp_path: Path) -> None:
+    """A TSO case's evidence (many near-identical frames) is stored packed and comes
+    back as it was; a damaged packed text is one clear error."""
+    frames = ["00" * 1500 + f"{i:04x}" for i in range(64)]
+    case = _case("t.py::test_tso", "xfailed", steps=[Step("s", "p1", "p2", frames[:1], frames,
+                                                          frames, False)])
+    data = case.to_json()
+    assert data["steps"] == [] and data["evidence_z"].startswith("z:")
+    assert len(json.dumps(data)) < len("".join(frames)) / 20
+    assert CaseRecord.from_json(data) == case
+    small = _case("t.py::ok", "passed").to_json()
+    assert "evidence_z" not in small
+    data["evidence_z"] = "z:not base64 of zlib"
+    with pytest.raises(ValueError, match="damaged"):
+        CaseRecord.from_json(data)
