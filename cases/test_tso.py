@@ -135,7 +135,7 @@ def test_tso_check_pkt_len(sandbox, case_record, second_opinion, segsz: int,
 
 
 @TSO
-@pytest.mark.upstream("dpif-netdev - tso + dynamic packet batch grow")
+@pytest.mark.upstream("dpif-netdev - tso + dynamic packet batch grow", since="4.0")
 def test_tso_batch_grow(sandbox, case_record, second_opinion) -> None:
     """35000 bytes at segsz 1000 make 35 segments, more than a batch holds (32):
     the batch grows once, segmentation and sending each happen once."""
@@ -159,7 +159,7 @@ def test_tso_batch_grow(sandbox, case_record, second_opinion) -> None:
 
 
 @TSO
-@pytest.mark.upstream("dpif-netdev - tso + dual tunnel encap")
+@pytest.mark.upstream("dpif-netdev - tso + dual tunnel encap", since="4.0")
 def test_tso_dual_tunnel_encap(sandbox, case_record, second_opinion) -> None:
     """VXLAN in VXLAN: the packet is segmented and finished before the second push;
     2000 bytes make 2 packets, then 35000 make 35 (output queues grow)."""
