@@ -286,8 +286,31 @@ class Sandbox:
 
     def mark_log(self) -> None:
         """Later log_lines() calls start from here."""
+        self._log_offset = self.log_position()
+
+    def log_position(self) -> int:
+        """Where the vswitchd log ends now (upstream's get_log_next_line_num)."""
         path = self.rundir / "ovs-vswitchd.log"
-        self._log_offset = path.stat().st_size if path.exists() else 0
+        return path.stat().st_size if path.exists() else 0
+
+    def lines_since(self, position: int) -> list[str]:
+        """The vswitchd log lines written after `position` (tail -n +LINE)."""
+        try:
+            with open(self.rundir / "ovs-vswitchd.log", "rb") as f:
+                f.seek(position)
+                return f.read().decode(errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def wait_log(self, pattern: str, since: int = 0, count: int = 1,
+                 timeout: float = 10.0) -> list[str]:
+        """OVS_WAIT_UNTIL([tail -n +LINE ovs-vswitchd.log | grep PATTERN]): wait until
+        `count` lines after `since` match the regex; returns the matching lines."""
+        def found() -> list[str]:
+            self.assert_alive()
+            hits = [ln for ln in self.lines_since(since) if re.search(pattern, ln)]
+            return hits if len(hits) >= count else []
+        return wait_until(found, timeout, what=f"{count} log line(s) matching {pattern!r}")
 
     # -- control -----------------------------------------------------------
 

@@ -28,6 +28,22 @@ class DummyPort:
             f"ofport_request={ofport}", f"options:tx_pcap={self.tx_pcap}"))
         self._reader = PcapReader(self.tx_pcap)
 
+    @classmethod
+    def existing(cls, sandbox: Sandbox, name: str, ofport: int, *, tx_pcap: bool = False,
+                 pcap_name: str | None = None) -> "DummyPort":
+        """A port some other command created (upstream's OVS_VSWITCHD_START arguments).
+        With tx_pcap, its transmitted frames are captured (an added option, capture
+        only); `pcap_name` reads a capture the port already writes instead."""
+        port = cls.__new__(cls)
+        port.sb, port.name, port.ofport = sandbox, name, ofport
+        port.tx_pcap = Path(sandbox.rundir) / (pcap_name or f"{name}-tx.pcap")
+        port.rx, port.tx = RxFlags(), TxOffloads()
+        port._options = {"tx_pcap": str(port.tx_pcap)}
+        if tx_pcap:
+            check(sandbox.vsctl("set", "Interface", name, f"options:tx_pcap={port.tx_pcap}"))
+        port._reader = PcapReader(port.tx_pcap)
+        return port
+
     def configure(self, rx: RxFlags | None = None, tx: TxOffloads | None = None) -> None:
         rx = self.rx if rx is None else rx
         tx = self.tx if tx is None else tx
