@@ -113,3 +113,40 @@ def tshark_disagrees(checker: Tshark, captured: list[bytes],
             f"{proto} {'/'.join(v)}" for proto, v in seen.items() if v))
         lines += [f"frame {i}: second opinion: {d}" for d in disagreements(state, seen)]
     return lines, notes
+
+
+def expect_frames(tx: Port, expected: Expected, *, sent: list[bytes], rx_name: str,
+                  title: str = "", steps: list[Step] | None = None,
+                  timeout: float = DEFAULT_TIMEOUT, second_opinion: Tshark | None = None,
+                  done: Callable[[], bool] | None = None) -> list[bytes]:
+    """The receiving half of send_and_expect, for sequences that send on their own
+    (several ports, ODP flow strings, packets crossing a linked pair of dummies).
+
+    Waits until `done()` says the datapath finished with what was sent (when
+    given) and at least the expected number of frames left `tx`; then every
+    frame that left since the last call is compared with the model's, and the
+    step recorded.  Returns the captured frames; raises FrameMismatch."""
+    captured: list[bytes] = []
+
+    def enough() -> bool:
+        captured.extend(tx.read_tx())
+        return len(captured) >= len(expected.frames) and (done is None or bool(done()))
+    try:
+        wait_until(enough, timeout, what=f"{len(expected.frames)} frame(s) on {tx.name}",
+                   describe=lambda: f"{len(captured)} arrived")
+    except WaitTimeout:
+        pass  # the comparison says what is missing
+    captured.extend(tx.read_tx())
+    lines = compare_frames(expected.frames, captured)
+    opinion: list[str] = []
+    if not lines and second_opinion is not None:
+        lines, opinion = tshark_disagrees(second_opinion, captured, expected)
+    if steps is not None:
+        steps.append(Step(title=title, rx_port=rx_name, tx_port=tx.name,
+                          sent=[f.hex() for f in sent], expected=[f.hex() for f in expected.frames],
+                          captured=[f.hex() for f in captured], ok=not lines, diff=lines,
+                          csum_state=expected.csum_state, notes=expected.notes + opinion))
+    if lines:
+        raise FrameMismatch(expected.frames, captured, lines,
+                            context=f"{title}: {rx_name} -> {tx.name}" if title else "")
+    return captured

@@ -180,3 +180,11 @@ def strip_hw_offload(text: str) -> str:
 def bre(pattern: str) -> str:
     """A grep (POSIX basic) pattern as a Python regex: ( ) { } | + ? are literal there."""
     return re.sub(r"([(){}|+?])", r"\\\1", pattern)
+
+
+def offload_counters(text: str, port: str = "p1") -> str:
+    """`ovs-appctl --format json dpif/offload/show | sed 's/.*"PORT":{\\([^}]*\\)}.*/\\1/;
+    s/,/\\n/g; s/"//g' | sed -n '/^rx_offload_/p' | sort`."""
+    body = re.sub(rf'.*"{re.escape(port)}":\{{([^}}]*)\}}.*', r"\1", text.rstrip("\n"), count=1)
+    lines = body.replace(",", "\n").replace('"', "").splitlines()
+    return _join(sorted(ln for ln in lines if ln.startswith("rx_offload_")))

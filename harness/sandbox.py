@@ -338,6 +338,11 @@ class Sandbox:
         self.transcript.add(result, time.perf_counter() - started)
         return result
 
+    def appctl_tool(self, *args: str) -> Result:
+        """A forked ovs-appctl, for what the in-process client cannot say
+        (`--format json` is an option of the tool's own connection)."""
+        return self._tool([self.install.tool("ovs-appctl"), *args])
+
     def dpctl(self, command: str, *args: str) -> Result:
         return self.appctl(f"dpctl/{command}", *args)
 

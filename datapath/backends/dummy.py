@@ -89,3 +89,13 @@ def parse_ovsdb_map(text: str) -> dict[str, str]:
         raise ValueError(f"not an OVSDB map: {text!r}")
     return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
             for m in re.finditer(r'([\w:.-]+)=(?:"((?:[^"\\]|\\.)*)"|([^,}\s]+))', body)}
+
+
+def wait_connected(sandbox: Sandbox, *names: str, timeout: float = 10.0) -> None:
+    """Wait until each dummy with a `stream=` link reports it connected
+    (netdev-dummy/conn-state; the `pstream=` side only says "unknown"): frames
+    sent before that are lost."""
+    from harness.wait import wait_until
+    for name in names:
+        wait_until(lambda n=name: check(sandbox.appctl("netdev-dummy/conn-state", n)).stdout
+                   == f"{n}: connected\n", timeout, what=f"{name}'s stream to connect")

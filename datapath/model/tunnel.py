@@ -43,10 +43,16 @@ class TunnelSpec:
     udp_src: int = 57363  # tnl/egress_port_range set to exactly this port
     ttl: int = 64
     tos: int = 0
+    # Who picks the UDP source port: "range" (tnl/egress_port_range, see udp_src), or
+    # "dummy-offload": with hw-offload on, the dummy offload provider picks it from
+    # the inner frame (the low 16 bits of its 32-bit FNV-1a hash) and ignores the range.
+    entropy: str = "range"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise TunnelError(f"unknown tunnel type {self.kind!r}: one of {', '.join(KINDS)}")
+        if self.entropy not in ("range", "dummy-offload"):
+            raise TunnelError(f"unknown source port choice {self.entropy!r}")
         if self.underlay != ipaddress.ip_address(self.remote_ip).version:
             raise TunnelError("local and remote IP of a tunnel must be the same family")
 
@@ -78,8 +84,17 @@ def _inner_tos(pkt: Packet) -> int:
     return (pkt.u16(lay.l3) >> 4) & 0xFF
 
 
-def _tunnel_header(spec: TunnelSpec, inner_len: int) -> bytes:
+def fnv1a_32(data: bytes) -> int:
+    """FNV-1a, 32 bits (offset basis 2166136261, prime 16777619)."""
+    value = 2166136261
+    for byte in data:
+        value = ((value ^ byte) * 16777619) & 0xFFFFFFFF
+    return value
+
+
+def _tunnel_header(spec: TunnelSpec, inner: bytes) -> bytes:
     """The bytes after the outer IP header, with lengths and checksums still zero."""
+    inner_len = len(inner)
     if spec.kind == "gre":
         flags = (GRE_CSUM if spec.checksummed else 0) | GRE_KEY
         hdr = struct.pack("!HH", flags, ETH_TYPE_TEB)
@@ -93,7 +108,8 @@ def _tunnel_header(spec: TunnelSpec, inner_len: int) -> bytes:
         body = struct.pack("!HHI", 0, ETH_TYPE_TEB, spec.key << 8)
         port = GENEVE_PORT
     udp_csum = 0xFFFF if spec.checksummed else 0
-    return struct.pack("!HHHH", spec.udp_src, port, 8 + len(body) + inner_len, udp_csum) + body
+    sport = fnv1a_32(inner) & 0xFFFF if spec.entropy == "dummy-offload" else spec.udp_src
+    return struct.pack("!HHHH", sport, port, 8 + len(body) + inner_len, udp_csum) + body
 
 
 def push(pkt: Packet, spec: TunnelSpec) -> None:
@@ -102,7 +118,7 @@ def push(pkt: Packet, spec: TunnelSpec) -> None:
     if tos & ECN_MASK == ECN_CE:
         tos = (tos & ~ECN_MASK) | ECN_ECT0
     inner_len = len(pkt.data)
-    tnl = _tunnel_header(spec, inner_len)
+    tnl = _tunnel_header(spec, bytes(pkt.data))
     proto = PROTO_GRE if spec.kind == "gre" else PROTO_UDP
     payload_len = len(tnl) + inner_len
     src = ipaddress.ip_address(spec.local_ip).packed
