@@ -11,7 +11,13 @@ import re
 
 import pytest
 
+from datapath import model
+from datapath.backends.dummy import DummyPort, wait_connected
+from datapath.model.actions import output
+from datapath.offloads import TxOffloads
 from harness.control import check
+from harness.expect import expect_frames
+from harness.pcap import PcapReader
 from harness.filters import (filter_flow_dump, filter_flow_install, filter_hw_flow_del,
                              filter_hw_flow_install, filter_hw_packet_netdev_dummy, strip_timers,
                              strip_xout, strip_xout_keep_actions)
@@ -61,6 +67,7 @@ def test_miss_upcall_key_matches_flow_install(sandbox, port_type: str) -> None:
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
     check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
+    sandbox.appctl("ofproto/trace", ICMP)  # upstream runs it here (its output is not checked)
     assert wait_misses(sandbox, 1)[-1] == MISS_KEY
     megaflow = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,"
                 "dst=50:54:00:00:00:0a),eth_type(0x0800),ipv4(frag=no), actions: <del>\n")
@@ -85,17 +92,34 @@ DP_FLOW = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=00:06:07:08:0
 
 
 @pytest.mark.parametrize("port_type", port_types("dpif-netdev - datapath flow modification"))
-def test_datapath_flow_modification(sandbox, port_type: str) -> None:
+def test_datapath_flow_modification(sandbox, case_record, port_type: str) -> None:
     """After the OpenFlow rules change, revalidation must modify the datapath
-    flow: the same packet then counts on it and it outputs back to port 1."""
+    flow: the same packet then counts on it and it outputs back to port 1.
+    Beyond upstream, p1's received frames and p1's and p2's sent frames are
+    captured (rxq_pcap/tx_pcap added, capture only): the first packet must leave
+    p2 and the second p1, each unchanged, and nothing else leave."""
     br0(sandbox, port_type, ("p1", 1), ("p2", 2))
     check(sandbox.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg"))
+    check(sandbox.vsctl("set", "Interface", "p1", "options:rxq_pcap=p1-rx.pcap",
+                        "options:tx_pcap=p1-tx.pcap", "--", "set", "Interface", "p2",
+                        "options:tx_pcap=p2-tx.pcap"))
+    received = PcapReader(sandbox.rundir / "p1-rx.pcap")
+    ports = {n: DummyPort.existing(sandbox, n, int(n[1]), pcap_name=f"{n}-tx.pcap")
+             for n in ("p1", "p2")}
+
+    def leaves(name: str, title: str) -> None:
+        sent = wait_until(received.read_new, 10, what="the frame p1 received")
+        expect_frames(ports[name], model.forward(sent[0], [output(name)], TxOffloads()),
+                      sent=sent, rx_name="p1", title=title, steps=case_record.steps)
+        other = ports["p2" if name == "p1" else "p1"]
+        assert other.read_tx() == [], f"{title}: a frame left {other.name} too"
     check(sandbox.ofctl("del-flows", "br0"))
     check(sandbox.ofctl("add-flow", "br0", "priority=1,ip,in_port=1,dl_src=00:06:07:08:09:0a,"
                         "dl_dst=00:01:02:03:04:05,actions=output:2"))
     check(sandbox.ofctl("add-flow", "br0", "priority=0,in_port=1,actions=IN_PORT"))
     check(sandbox.appctl("netdev-dummy/receive", "p1", VLAN, "--len", "64"))
     assert wait_misses(sandbox, 1)[-1] == KEY_PREFIX + VLAN.replace("in_port(1),", "") + "\n"
+    leaves("p2", "before the rules change: to p2")
     check(sandbox.appctl("revalidator/wait"))
     check(sandbox.appctl("dpif/dump-flows", "br0"),
           stdout=DP_FLOW + "packets:0, bytes:0, used:never, actions:2\n")
@@ -105,6 +129,7 @@ def test_datapath_flow_modification(sandbox, port_type: str) -> None:
     check(sandbox.ofctl("add-flow", "br0", "priority=0,in_port=1,actions=IN_PORT"))
     check(sandbox.appctl("revalidator/wait"))
     check(sandbox.appctl("netdev-dummy/receive", "p1", VLAN, "--len", "64"))
+    leaves("p1", "after the rules change: back out of p1")
     want = DP_FLOW + "packets:1, bytes:64, used:0.0s, actions:1\n"
 
     def dumped() -> str:
@@ -175,6 +200,9 @@ def test_dummy_interface(sandbox, port_type: str) -> None:
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
     check(sandbox.ofctl("add-flow", "br1", "action=normal"))
+    # Upstream's forked tools give the p2 -> p1 stream time to connect before time
+    # stops; once stopped, a stream that has yet to connect would never retry.
+    wait_connected(sandbox, "p2")
     check(sandbox.appctl("time/stop"))
     check(sandbox.appctl("time/warp", "5000"))
     for port, src, dst, ips in (("7", "09", "0a", ("10.0.0.2", "10.0.0.1")),
@@ -203,10 +231,10 @@ def test_revalidator_handles_failed_modification(sandbox) -> None:
     modification fails ('failed to put'); the inconsistent ukey must then be
     deleted (every upcall/show 'keys' count 0)."""
     sandbox.allow_log(r"failed to put", r"failed to flow_del")  # expected by design
-    check(sandbox.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath-type=dummy",
-                        "--", "add-port", "br0", "p1", "--", "set", "interface", "p1",
-                        "type=dummy", "--", "add-port", "br0", "p2", "--", "set", "interface",
-                        "p2", "type=dummy"))
+    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
+                      "type=dummy", "--", "set", "bridge", "br0", "datapath-type=dummy",
+                      "--", "add-port", "br0", "p2", "--", "set", "interface", "p2",
+                      "type=dummy")
     check(sandbox.ofctl("add-flow", "br0", "table=0,in_port=p1,actions=p2"))
     for _ in range(2):
         check(sandbox.appctl("netdev-dummy/receive", "p1",

@@ -180,6 +180,9 @@ class Sandbox:
         # Set when a case expects ovs-vswitchd to die (a known OVS bug): its death
         # and the abort in the log are then the expected outcome, not an error.
         self.expected_crash: str | None = None
+        # OVS_VSWITCHD_STOP's OVS_CHECK_BATCH_GROW(): the dp_packet_batch_grow counter
+        # at stop (0 unless a case expects batches to grow; None: not checked).
+        self.expected_batch_grow: int | None = 0
         self._log_offset = 0
 
     # -- lifecycle ---------------------------------------------------------
@@ -237,6 +240,8 @@ class Sandbox:
             bad = self.log_problems()
             if bad:
                 errors.append("unexpected lines in the daemon logs:\n" + "\n".join(bad))
+            if self.expected_batch_grow is not None:
+                errors += self._batch_grow_problem(self.expected_batch_grow)
         for daemon, cmd in ((self.vswitchd, ["exit", "--cleanup"]), (self.ovsdb, ["exit"])):
             if daemon is None:
                 continue
@@ -247,6 +252,19 @@ class Sandbox:
         self.vswitchd = self.ovsdb = None
         if errors:
             raise SandboxError("\n\n".join(errors))
+
+    def _batch_grow_problem(self, expected: int) -> list[str]:
+        """Counters reach the total once a second per thread: move the clock that
+        second first (upstream's slow tools give it that time), then read."""
+        try:
+            self.appctl("time/warp", "1000")
+            grow = self.coverage("dp_packet_batch_grow")
+        except AssertionError as exc:
+            return [f"dp_packet_batch_grow unreadable at stop: {exc}"]
+        if grow != expected:
+            return [f"OVS_CHECK_BATCH_GROW at stop: dp_packet_batch_grow is {grow}, "
+                    f"expected {expected}"]
+        return []
 
     def kill(self) -> None:
         for daemon in (self.vswitchd, self.ovsdb):
