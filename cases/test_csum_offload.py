@@ -1,9 +1,11 @@
 """Checksum offload without tunnels: dpif-netdev.at tests 1116-1121.
 
 Upstream runs CHECK_IP_CHECKSUMS / CHECK_L4_CHECKSUMS, eight forwards each,
-and checks only the last pcap line after each.  Here every (tx offload, rx
-flag, good/bad frame) combination is its own id, and every frame that leaves
-p2 is compared, field by field, with the model's expectation.
+in one daemon, and checks only the last pcap line after each.  Those sequences,
+faithfully, are cases/test_csum_sequences.py.  Here, on top, every (tx offload,
+rx flag, good/bad frame) combination is its own id in a fresh sandbox (so its
+packet is always a miss), on every backend, and every frame that leaves p2 is
+compared, field by field, with the model's expectation.
 """
 from __future__ import annotations
 
