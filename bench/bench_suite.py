@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -94,8 +95,9 @@ def main() -> None:
                     help="which reproduced upstream cases to time (pytest -k); the default is "
                          "the non-tunnel, non-TSO ones (upstream tests 1093, 1114, 1116-1121)")
     args = ap.parse_args()
-    install = OvsInstall.locate(None)
-    print(f"ovs {install.version_str}; {len(install.dummy_options)} netdev-dummy offload options")
+    install = OvsInstall.locate(os.environ.get("OVS_BINDIR"),
+                                chosen_by=os.environ.get("OVSTEST_OVS_CHOSEN", ""))
+    print(f"ovs: {install.describe()}; {len(install.dummy_options)} netdev-dummy offload options")
     sb = bench_sandbox(install, 20)
     print(f"sandbox start+bridge+stop: median {statistics.median(sb) * 1000:.1f} ms, "
           f"p95 {pct(sb, .95) * 1000:.1f} ms (n={len(sb)})")

@@ -21,7 +21,7 @@ for sig in INT KILL; do
         ./ovstest suite -q -p no:cacheprovider --out-dir "$out" >/dev/null 2>&1 &
     pid=$!
     # Wait until the run has daemons up, then interrupt it mid-case.
-    for _ in $(seq 1 200); do pgrep -f ovs-vswitchd >/dev/null && break; sleep 0.05; done
+    for _ in $(seq 1 200); do pgrep -f -- "$out/" >/dev/null && break; sleep 0.05; done
     sleep 1
     t0=$EPOCHREALTIME
     if [ "$sig" = INT ]; then

@@ -45,7 +45,6 @@ class FileRun:
     ours_seconds: float = 0.0
     ours_summary: str = ""
     ours_steps: int = 0
-    ours_frames: int = 0
 
 
 def ours(nodeids_or_args: list[str], out: Path, jobs: int) -> tuple[float, str, dict]:
@@ -115,8 +114,6 @@ def main() -> None:
             run.upstream_seconds, run.upstream_summary = upstream(tree, run.numbers, args.jobs)
             run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, args.jobs)
             run.ours_steps = sum(len(c.get("steps", [])) for c in res["cases"])
-            run.ours_frames = sum(len(s.get("expected", [])) + len(s.get("captured", []))
-                                  for c in res["cases"] for s in c.get("steps", []))
             report(run)
     total_up = sum(r.upstream_seconds for r in runs.values())
     total_ours = sum(r.ours_seconds for r in runs.values())
@@ -131,8 +128,8 @@ def report(run: FileRun) -> None:
     print(f"{run.file}: {len(run.numbers)} upstream tests "
           f"({run.numbers[0]}-{run.numbers[-1]}), upstream {run.upstream_seconds:.1f} s "
           f"[{run.upstream_summary}]; ours {len(run.nodeids)} ids {run.ours_seconds:.1f} s "
-          f"[{run.ours_summary}; {run.ours_steps} send-and-compare steps, "
-          f"{run.ours_frames} frames]; ratio {ratio:.1f}x")
+          f"[{run.ours_summary}; {run.ours_steps} send-and-compare steps]; "
+          f"ratio {ratio:.1f}x")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import re
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -17,6 +17,7 @@ from harness.wait import WaitTimeout, wait_until
 from reports.records import Step
 
 DEFAULT_TIMEOUT = 5.0
+MAX_XFAIL_LINES = 24  # the xfail reason quotes the diff; the step keeps all of it
 
 
 def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected, *,
@@ -45,13 +46,15 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
     stale = list(captured)  # frames from before this step: a previous step's surplus
     captured.clear()
 
-    def record(lines: list[str], notes: list[str] = []) -> None:
+    def record(lines: list[str], notes: Sequence[str] = (),
+               bugs: dict[str, str] | None = None) -> None:
         if steps is not None:
             steps.append(Step(
                 title=title, rx_port=rx.name, tx_port=tx.name, sent=[f.hex() for f in frames],
                 expected=[f.hex() for f in expected.frames],
                 captured=[f.hex() for f in captured], ok=not lines, diff=lines,
-                csum_state=expected.csum_state, notes=expected.notes + notes))
+                csum_state=expected.csum_state, notes=expected.notes + list(notes),
+                bugs=bugs or {}))
     (send or rx.send)(frames)
     not_taken: WaitTimeout | None = None
     try:
@@ -72,7 +75,7 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
         # Only the known abort, recognised by its message, is the known bug.
         if crash is None or not re.search(crash.signature, exc.evidence or str(exc)):
             raise
-        record([f"ovs-vswitchd died: {crash.title}"], [crash.reason()])
+        record([f"ovs-vswitchd died: {crash.title}"], (crash.reason(),), {crash.key: "present"})
         pytest.xfail(f"{crash.reason()}\n{str(exc).splitlines()[0]}")
     captured.extend(tx.read_tx())
     lines = compare_frames(expected.frames, captured)
@@ -85,12 +88,16 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
                         "(surplus of an earlier step)")
     known = [b for b in expected.bugs if not b.crash]
     if lines and known and not stale and captured == expected.ovs_frames:
-        record(lines, [b.reason() for b in known])
-        pytest.xfail("; ".join(b.reason() for b in known) + "\n" + "\n".join(lines))
+        record(lines, tuple(b.reason() for b in known), {b.key: "present" for b in known})
+        shown = lines[:MAX_XFAIL_LINES] + ([f"... {len(lines) - MAX_XFAIL_LINES} more lines in "
+                                            "the step's diff"] if len(lines) > MAX_XFAIL_LINES
+                                           else [])
+        pytest.xfail("; ".join(b.reason() for b in known) + "\n" + "\n".join(shown))
     if not lines and (crash or (known and expected.ovs_frames != expected.frames)):
-        gone = crash or known[0]
-        lines = [f"known OVS bug [{gone.key}] did not reproduce: OVS behaved correctly; "
-                 "retire it from datapath/model/bugs.py"]
+        gone = [crash] if crash else known
+        record([b.gone() for b in gone], (), {b.key: "absent" for b in gone})
+        raise FrameMismatch(expected.frames, captured, [b.gone() for b in gone],
+                            context=f"{title}: {rx.name} -> {tx.name}" if title else "")
     opinion: list[str] = []
     if not lines and second_opinion is not None:
         lines, opinion = tshark_disagrees(second_opinion, captured, expected)

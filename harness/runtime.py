@@ -1,28 +1,19 @@
-"""Launcher: find or provision an OVS runtime, then run pytest in a sealed namespace.
+"""The sealed runtime: a Debian unstable root with OVS, DPDK and the Python
+libraries, provisioned once and cached, and the namespaces a run is sealed in.
 
 Stdlib only: this runs on the bare host before any dependency exists.
 
-    ./ovstest suite [PYTEST ARGS]   the dummy-backend suite (cases/), report in reports/out/
-    ./ovstest test  [PYTEST ARGS]   everything: framework unit tests and the cases
-    ./ovstest bench [ARGS]          benchmarks: print timing figures (bench/)
-    ./ovstest bench --upstream-tree DIR [-k EXPR] [--jobs N]
-                                    upstream's testsuite against ours, per upstream file
-    ./ovstest provision             only build (or check) the cached runtime root
-    ./ovstest shell                 an interactive shell inside the sealed runtime
-
-OVS selection, in order:
-  1. --ovs-bindir DIR or OVS_BINDIR: must hold ovs-vswitchd >= MIN_OVS, else exit 2.
-  2. ovs-vswitchd on PATH if it is >= MIN_OVS.
-  3. Otherwise a runtime root built with mmdebstrap from Debian unstable (OVS 4.0,
-     DPDK 25.11), cached under $OVSTEST_CACHE (default ~/.cache/ovs-dpif-pytest).
-In case 3 pytest runs inside `unshare --mount --net --pid --fork --kill-child`
-plus chroot: when the run ends, however it ends, the kernel removes every
-process, network device, namespace and mount it made.
+The root is built with mmdebstrap (about a minute) under $OVSTEST_CACHE (default
+~/.cache/ovs-dpif-pytest).  A run happens inside
+`unshare --mount --net --pid --ipc --uts --fork --kill-child` plus chroot: when
+it ends, however it ends, the kernel removes every process, network device,
+namespace and mount it made.  An OVS build of the user's is bind-mounted
+read-only at its own path, so its libtool wrappers and compiled-in paths hold.
 """
 from __future__ import annotations
 
-import argparse
 import fcntl
+import json
 import hashlib
 import os
 import shutil
@@ -31,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.install import MIN_OVS, parse_ovs_version
+from harness.install import MIN_OVS, fmt_version
 
 SUITE = "unstable"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -46,8 +37,17 @@ PACKAGES = [
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-openvswitch",
     "python3-pyroute2", "python3-pytest-xdist", "python3-pytest-timeout",
+    "python3-hypothesis", "python3-matplotlib", "gdb", "ruff", "mypy",
     "chromium", "fonts-dejavu-core",
 ]
+
+# The packages whose exact versions provisioning records and prints.
+VERSIONED = ("openvswitch-switch", "openvswitch-switch-dpdk", "dpdk", "python3-openvswitch",
+             "tshark", "python3-scapy", "python3-pytest")
+OVS_PACKAGE = "openvswitch-switch"
+PRUNE_AFTER_DAYS = 3  # a root of another key that no run used this long is removed
+APT_TIMEOUT = 600  # seconds, each apt-get call on the host
+MMDEBSTRAP_TIMEOUT = 1800  # seconds, building the root
 
 # Variables that may cross into the sealed runtime.
 PASS_ENV = ("TERM", "CI", "PYTEST_ADDOPTS", "OVSTEST_KEEP", "COLUMNS")
@@ -55,47 +55,6 @@ PASS_ENV = ("TERM", "CI", "PYTEST_ADDOPTS", "OVSTEST_KEEP", "COLUMNS")
 
 class LaunchError(Exception):
     """A problem the user must fix; printed as one line, exit code 2."""
-
-
-def probe_ovs(bindir: Path) -> tuple[int, ...]:
-    exe = bindir / "ovs-vswitchd"
-    if not exe.is_file() or not os.access(exe, os.X_OK):
-        raise LaunchError(f"no executable ovs-vswitchd in {bindir}")
-    try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True,
-                             text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise LaunchError(f"{exe} --version failed: {exc}") from None
-    version = parse_ovs_version(out)
-    if version is None:
-        raise LaunchError(f"{exe} --version printed no Open vSwitch version")
-    return version
-
-
-def fmt(version: tuple[int, ...]) -> str:
-    return ".".join(map(str, version))
-
-
-def choose_host_ovs(explicit: str | None) -> Path | None:
-    """The host OVS bindir to use, or None when a runtime root must be used."""
-    if explicit:
-        bindir = Path(explicit).resolve()
-        version = probe_ovs(bindir)
-        if version < MIN_OVS:
-            raise LaunchError(
-                f"{bindir}/ovs-vswitchd is Open vSwitch {fmt(version)}; this suite needs "
-                f">= {fmt(MIN_OVS)}. Point --ovs-bindir at a newer build, or drop it to "
-                "use the provisioned OVS 4.0 runtime.")
-        return bindir
-    found = shutil.which("ovs-vswitchd")
-    if found:
-        bindir = Path(found).resolve().parent
-        version = probe_ovs(bindir)
-        if version >= MIN_OVS:
-            return bindir
-        print(f"ovstest: ignoring {found} (Open vSwitch {fmt(version)} < {fmt(MIN_OVS)}); "
-              "using the provisioned runtime", file=sys.stderr)
-    return None
 
 
 # ----------------------------------------------------------------------------
@@ -153,7 +112,12 @@ def ensure_host_tools() -> None:
     pkgs = ["mmdebstrap" if t == "mmdebstrap" else "util-linux" for t in missing]
     for argv in (["apt-get", "update", "-qq"],
                  ["apt-get", "install", "-y", "-qq", *pkgs]):
-        if subprocess.run(argv, stdout=subprocess.DEVNULL).returncode != 0:
+        try:
+            rc = subprocess.run(argv, stdout=subprocess.DEVNULL, timeout=APT_TIMEOUT).returncode
+        except subprocess.TimeoutExpired:
+            raise LaunchError(f"'{' '.join(argv)}' did not finish within {APT_TIMEOUT} s "
+                              "(is the mirror reachable?); install mmdebstrap by hand") from None
+        if rc != 0:
             raise LaunchError(f"'{' '.join(argv)}' failed; install mmdebstrap by hand")
 
 
@@ -162,7 +126,7 @@ def provision(force: bool = False) -> Path:
     if os.geteuid() != 0:
         raise LaunchError("the provisioned runtime needs root (namespaces, chroot); "
                           "run as root, or use your own OVS >= "
-                          f"{fmt(MIN_OVS)} with --ovs-bindir")
+                          f"{fmt_version(MIN_OVS)} with --ovs-bindir")
     base = cache_dir()
     base.mkdir(parents=True, exist_ok=True)
     key = runtime_key()
@@ -190,21 +154,86 @@ def provision(force: bool = False) -> Path:
             SUITE, str(work / "root"), mirror,
         ]
         with open(work / "mmdebstrap.log", "w") as log:
-            rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
+            try:
+                rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
+                                    timeout=MMDEBSTRAP_TIMEOUT).returncode
+            except subprocess.TimeoutExpired:
+                raise LaunchError(f"mmdebstrap did not finish within {MMDEBSTRAP_TIMEOUT} s "
+                                  f"(is the mirror {mirror} reachable?); its log: "
+                                  f"{work / 'mmdebstrap.log'}") from None
         if rc != 0:
             tail = (work / "mmdebstrap.log").read_text(errors="replace").splitlines()[-15:]
             raise LaunchError("mmdebstrap failed (rc %d); last lines:\n  %s"
                               % (rc, "\n  ".join(tail)))
         for sub in ("src", "out"):
             (work / "root" / sub).mkdir(exist_ok=True)
+        versions = package_versions(work / "root")
+        (work / "versions.json").write_text(json.dumps(versions, indent=1) + "\n")
         (work / "ready").write_text(f"{key}\npackages: {' '.join(PACKAGES)}\n")
         work.rename(final)
         print(f"ovstest: runtime ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
-        # Older roots of other keys are dead weight.
-        for old in base.glob("runtime-*"):
-            if old != final:
-                shutil.rmtree(old, ignore_errors=True)
+        prune(base, keep=final)
         return final / "root"
+
+
+def prune(base: Path, keep: Path, idle_days: float = PRUNE_AFTER_DAYS) -> None:
+    """Remove roots of other keys that no run used for `idle_days` (another
+    checkout may still want its own key's root), and never one a run holds."""
+    for old in base.glob("runtime-*"):
+        mark = old / ".in-use"
+        if old == keep or (mark.exists() and time.time() - mark.stat().st_mtime
+                           < idle_days * 86400):
+            continue
+        try:
+            with open(mark, "a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:  # a sealed run holds it (shared lock): leave it for later
+            continue
+
+
+def hold(root: Path) -> int:
+    """A shared lock on the root, inherited by the sealed run: while it lives,
+    provisioning of another key does not remove this root (nor for
+    PRUNE_AFTER_DAYS after).  Returns the fd."""
+    mark = root.parent / ".in-use"
+    fd = os.open(mark, os.O_WRONLY | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    os.utime(mark)
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def package_versions(root: Path) -> dict[str, str]:
+    """Installed versions of the VERSIONED packages, from the root's dpkg status."""
+    try:
+        text = (root / "var/lib/dpkg/status").read_text(errors="replace")
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines()
+                      if ": " in line and not line.startswith(" "))
+        if fields.get("Package") in VERSIONED and "installed" in fields.get("Status", ""):
+            found[fields["Package"]] = fields.get("Version", "")
+    return {p: found[p] for p in VERSIONED if p in found}
+
+
+def runtime_versions(root: Path) -> dict[str, str]:
+    """What provisioning recorded (or, for an older root, what dpkg says)."""
+    try:
+        data = json.loads((root.parent / "versions.json").read_text())
+        if isinstance(data, dict) and data:
+            return {str(k): str(v) for k, v in data.items()}
+    except (OSError, ValueError):
+        pass
+    return package_versions(root)
+
+
+def upstream_version(debian_version: str) -> str:
+    """'1:4.0.0-2' -> '4.0.0': the upstream part of a Debian version."""
+    version = debian_version.split(":", 1)[-1]
+    return version.rsplit("-", 1)[0] if "-" in version else version
 
 
 # The script pid 1 of the sealed namespaces runs.  Every mount made here lives
@@ -221,13 +250,33 @@ mount -t tmpfs -o mode=1777 tmpfs "$R/dev/shm"
 mount -t tmpfs -o mode=1777 tmpfs "$R/tmp"
 mount -t tmpfs tmpfs "$R/run"
 mount --bind "$SRC" "$R/src"
+# Extra mounts, "ro:PATH" or "rw:PATH", each at its own path, up to "--".
+while [ "$1" != "--" ]; do
+    mode="${1%%:*}"; d="${1#*:}"; shift
+    mkdir -p "$R$d"
+    mount --bind "$d" "$R$d"
+    if [ "$mode" = ro ]; then mount -o remount,bind,ro "$R$d"; fi
+done
+shift
 chroot "$R" /usr/sbin/ip link set lo up
 cd /
 exec chroot "$R" /bin/sh -c 'cd /src && exec "$@"' sh "$@"
 """
 
 
-def sealed_argv(root: Path, inner: list[str]) -> tuple[list[str], dict[str, str]]:
+def host_path(path: str) -> str:
+    """Inside the sealed runtime the checkout is /src; say where it is on the host."""
+    host = os.environ.get("OVSTEST_HOST_SRC")
+    if host and (path == "/src" or path.startswith("/src/")):
+        return host + path[len("/src"):]
+    return path
+
+
+def sealed_argv(root: Path, inner: list[str], *, ro: tuple[Path, ...] = (),
+                rw: tuple[Path, ...] = (),
+                extra_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command that runs `inner` sealed in `root`, with the checkout at /src
+    and the directories `ro` (read-only) and `rw` at their own paths."""
     env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
     env.update({
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
@@ -236,68 +285,12 @@ def sealed_argv(root: Path, inner: list[str]) -> tuple[list[str], dict[str, str]
         "PYTHONDONTWRITEBYTECODE": "1",
         "OVSTEST_SEALED": "1",
         "OVSTEST_HOST_SRC": str(REPO_ROOT),
+        **(extra_env or {}),
     })
+    mounts = [f"ro:{d}" for d in ro] + [f"rw:{d}" for d in rw]
     argv = ["unshare", "--mount", "--net", "--pid", "--ipc", "--uts", "--fork",
             "--kill-child", "sh", "-c", SEAL_SCRIPT, "seal", str(root),
-            str(REPO_ROOT), *inner]
+            str(REPO_ROOT), *mounts, "--", *inner]
     return argv, env
 
 
-def inner_args(mode: str, extra: list[str]) -> list[str]:
-    """python3's arguments for a mode."""
-    if mode == "bench":
-        return ["bench/bench_suite.py", *extra]
-    targets = {"suite": ["cases"], "test": ["tests", "cases"]}[mode]
-    # Explicit paths or node ids among the extra args replace the default targets.
-    if any(not a.startswith("-") and (os.path.exists(a) or "::" in a) for a in extra):
-        targets = []
-    return ["-m", "pytest", *targets, *extra]
-
-
-def run(argv: list[str], env: dict[str, str] | None = None) -> int:
-    """Become the command.  With exec, the process the user interrupts or kills
-    is unshare itself: it ignores SIGINT while pytest cleans up, and if it is
-    killed outright --kill-child takes the whole namespace down with it."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execvpe(argv[0], argv, os.environ if env is None else env)
-    return 127  # not reached
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="ovstest", description=__doc__.split("\n\n")[0],
-        epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
-    parser.add_argument("mode", choices=["suite", "test", "bench", "provision", "shell"])
-    parser.add_argument("--ovs-bindir", default=os.environ.get("OVS_BINDIR"),
-                        help="use this OVS build (ovs-vswitchd >= %s) instead of the runtime"
-                        % fmt(MIN_OVS))
-    parser.add_argument("--rebuild-runtime", action="store_true",
-                        help="provision the runtime root again even if cached")
-    args, extra = parser.parse_known_args(argv)
-    if args.mode == "bench" and any(a.startswith("--upstream-tree") for a in extra):
-        # Upstream's testsuite runs on the host (its tree's binaries are the host's);
-        # the script starts `ovstest suite` for our side.
-        return run([sys.executable, str(REPO_ROOT / "bench" / "upstream_ratio.py"), *extra])
-    try:
-        host_bindir = None if args.mode == "provision" else choose_host_ovs(args.ovs_bindir)
-        if host_bindir is not None:
-            if args.mode == "shell":
-                raise LaunchError("'shell' is for the provisioned runtime only")
-            env = dict(os.environ, OVS_BINDIR=str(host_bindir))
-            return run([sys.executable, *inner_args(args.mode, extra)], env)
-        root = provision(force=args.rebuild_runtime)
-        if args.mode == "provision":
-            print(root)
-            return 0
-        inner = (["/bin/bash", "-i"] if args.mode == "shell"
-                 else ["python3", *inner_args(args.mode, extra)])
-        sealed, env = sealed_argv(root, inner)
-        return run(sealed, env)
-    except LaunchError as exc:
-        print(f"ovstest: error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

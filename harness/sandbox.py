@@ -7,6 +7,7 @@ unexpected WARN/ERR/EMER lines with upstream's allowlist plus the case's own.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -46,6 +47,12 @@ def _tail(path: Path, n: int = 25) -> str:
     return "\n".join(lines[-n:])
 
 
+def _die_with_parent() -> None:
+    """In a daemon's child process before exec: SIGKILL it when pytest dies, so
+    that a killed run outside the sealed runtime leaves no daemon behind."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _line_end(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
@@ -63,11 +70,15 @@ class Daemon:
         self.rundir = rundir
         self.log = rundir / f"{name}.log"
         self.stderr_path = rundir / f"{name}.stderr"
+        def child_setup() -> None:
+            _die_with_parent()
+            if preexec_fn is not None:
+                preexec_fn()
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(argv, executable=executable, cwd=rundir, env=env,
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=err, start_new_session=True,
-                                         preexec_fn=preexec_fn)
+                                         preexec_fn=child_setup)
         self._client: ovs.unixctl.client.UnixctlClient | None = None
 
     @property
@@ -172,7 +183,7 @@ class Sandbox:
         self.other_config = dict(other_config or {})
         self.vswitchd_preexec = vswitchd_preexec
         self.stderr_allow = list(stderr_allow)
-        self.env = {**os.environ, **{f"OVS_{d}DIR": str(rundir)
+        self.env = {**os.environ, **install.env, **{f"OVS_{d}DIR": str(rundir)
                                       for d in ("RUN", "LOG", "DB", "SYSCONF")}}
         self.env["OVS_BINDIR"] = str(install.tools["ovs-vsctl"].parent)
         self.ovsdb: Daemon | None = None

@@ -63,6 +63,7 @@ def case_view(entry: Entry, out_dir: str) -> dict[str, Any]:
         "metrics": sorted((k, f"{v:g}" if isinstance(v, (int, float)) else str(v))
                           for k, v in getattr(case, "metrics", {}).items()),
         "longrepr": clip(case.longrepr, MAX_LONGREPR_CHARS),
+        "compacted": case.compacted,
         "steps": steps,
         "failed_steps": sum(1 for s in case.steps if not s.ok),
         "commands": [command_view(c) for c in commands],

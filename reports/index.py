@@ -165,6 +165,8 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         "host": run.host,
         "backend": run.backend,
         "ovs": versions.pop("ovs", ""),
+        "ovs_source": run.ovs_source,
+        "known_bugs": run.known_bugs,
         "dpdk": versions.pop("dpdk", ""),
         "versions": sorted(versions.items()),
         "argv": shlex.join(str(a) for a in run.argv),

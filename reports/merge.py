@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from reports.records import CaseRecord, RunRecord
+from reports.records import CaseRecord, RunRecord, known_bug_status
 from reports.render import render
 
 
@@ -59,6 +59,11 @@ def merge(inputs: Sequence[tuple[str, str, RunRecord]], out_dir: str) -> RunReco
                 "cases": len(run.cases),
             })
     runs = [run for _, _, run in inputs]
+    known: dict[str, dict[str, str]] = {}
+    for run in runs:
+        for bug in run.known_bugs:
+            known.setdefault(str(bug.get("key")), {
+                k: str(bug.get(k, "")) for k in ("key", "title", "where", "seen_in")})
     return RunRecord(
         started=min((r.started for r in runs if r.started), default=""),
         duration=round(sum(r.duration for r in runs), 3),
@@ -68,6 +73,8 @@ def merge(inputs: Sequence[tuple[str, str, RunRecord]], out_dir: str) -> RunReco
         cases=cases,
         argv=["python3", "-m", "reports.merge", *(source for _, source, _ in inputs)],
         runs=summaries,
+        ovs_source=_join_unique(r.ovs_source for r in runs if r.ovs_source),
+        known_bugs=known_bug_status(list(known.values()), cases),
     )
 
 

@@ -8,7 +8,6 @@ only process that writes files.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import time
@@ -20,8 +19,10 @@ from typing import Any
 
 import pytest
 
+from harness.runtime import host_path
 from reports.dissect import DissectError, dissect, write_pcap
-from reports.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step, case_slug
+from reports.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step,
+                             case_slug, known_bug_status)
 from reports.upstream import DEFAULT_FILE
 
 RECORD_KEY = pytest.StashKey[CaseRecord]()
@@ -47,6 +48,7 @@ class _State:
     cases: dict[str, CaseRecord] = field(default_factory=dict)
     report_path: str | None = None
     problem: str | None = None
+    known_bugs: list[dict[str, Any]] = field(default_factory=list)
 
 
 _STATE_KEY = pytest.StashKey[_State]()
@@ -63,6 +65,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--report-all-cases", dest="reports_all_cases", action="store_true", default=False,
         help="write a case page for every case, passed and skipped ones too "
              "(default: failed, error and xfailed cases only)",
+    )
+    group.addoption(
+        "--record-frames", dest="reports_record_frames", choices=("failed", "all"),
+        default="failed",
+        help="which cases keep their frames in results.json: failed, error and xfailed "
+             "ones (default), or all (for comparing builds; a larger file)",
     )
 
 
@@ -90,14 +98,20 @@ def output_dir(config: pytest.Config) -> Path:
     return config.stash[_STATE_KEY].out_dir
 
 
-def set_run_info(config: pytest.Config, backend: str, versions: dict[str, str]) -> None:
-    """Store run-wide facts (backend name, component versions) for the report.
+def set_run_info(config: pytest.Config, backend: str, versions: dict[str, str],
+                 ovs_source: str = "", known_bugs: list[dict[str, str]] | None = None) -> None:
+    """Store run-wide facts (backend name, component versions, which OVS ran and
+    how it was chosen) for the report.
 
-    Later calls add to earlier ones; an empty backend keeps the one already set.
+    Later calls add to earlier ones; an empty value keeps the one already set.
     """
     info = config.stash.get(RUN_INFO_KEY, None) or {"backend": "", "versions": {}}
     if backend:
         info["backend"] = backend
+    if ovs_source:
+        info["ovs_source"] = ovs_source
+    if known_bugs is not None:
+        info["known_bugs"] = known_bugs
     info["versions"].update({str(k): str(v) for k, v in versions.items()})
     config.stash[RUN_INFO_KEY] = info
 
@@ -135,6 +149,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             record.upstream_file = _upstream_file_of(item)
         if not record.backend and info:
             record.backend = info["backend"]
+        config = item.config
+        if record.outcome not in DETAIL_OUTCOMES and not config.getoption("reports_all_cases"):
+            record.compact(keep_frames=config.getoption("reports_record_frames") == "all")
         setattr(report, REPORT_RECORD_ATTR, record.to_json())
         if info:
             setattr(report, REPORT_RUN_INFO_ATTR, info)
@@ -185,7 +202,10 @@ def _skip_text(report: pytest.TestReport, xfail_reason: str | None) -> str:
         reason = f"XFAIL: {xfail_reason}" if xfail_reason else "XFAIL"
         if report.longrepr is None or isinstance(report.longrepr, tuple):
             return reason
-        return f"{reason}\n{report.longreprtext}"
+        text = report.longreprtext
+        if text.rstrip().endswith("XFailed"):  # pytest.xfail(reason): the traceback repeats it
+            return reason
+        return f"{reason}\n{text}"
     if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     return report.longreprtext
@@ -241,7 +261,8 @@ class _Collector:
         if info:  # workers' run info reaches the controller this way
             mine = self.config.stash.get(RUN_INFO_KEY, None) or {"backend": "", "versions": {}}
             set_run_info(self.config, mine["backend"] or info.get("backend", ""),
-                         {**info.get("versions", {}), **mine["versions"]})
+                         {**info.get("versions", {}), **mine["versions"]},
+                         mine.get("ovs_source") or info.get("ovs_source", ""))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -257,6 +278,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     state = config.stash[_STATE_KEY]
     info = config.stash.get(RUN_INFO_KEY, None) or {}
+    state.known_bugs = known_bug_status(info.get("known_bugs", []), list(state.cases.values()))
     backend = info.get("backend") or str(config.getoption("backend", default="") or "")
     run = RunRecord(
         started=state.started_iso,
@@ -264,7 +286,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         host=socket.gethostname(),
         backend=backend,
         versions=dict(info.get("versions", {})),
+        ovs_source=str(info.get("ovs_source", "")),
         cases=list(state.cases.values()),
+        known_bugs=state.known_bugs,
         argv=[str(a) for a in config.invocation_params.args],
     )
     shutil.rmtree(state.out_dir / PCAP_DIR, ignore_errors=True)  # an earlier run's
@@ -283,10 +307,27 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = config.stash.get(_STATE_KEY, None)
     if state is None or _is_worker(config):
         return
+    if any(b["status"] != "untested" for b in state.known_bugs):
+        terminalreporter.write_sep("-", "known OVS bugs in this build")
+        for bug in state.known_bugs:
+            terminalreporter.write_line(f"{bug['key']}: {bug_status_text(bug)}",
+                                        red=bug["status"] in ("absent", "mixed"))
     if state.report_path:
-        terminalreporter.write_sep("-", f"OVS report: {_host_path(state.report_path)}")
+        terminalreporter.write_sep("-", f"OVS report: {host_path(state.report_path)}")
     elif state.problem:
         terminalreporter.write_sep("-", f"OVS report: {state.problem}", red=True)
+
+
+def bug_status_text(bug: dict[str, Any]) -> str:
+    """One known bug's status in a run, in words."""
+    status, present, absent = bug["status"], bug["present"], bug["absent"]
+    if status == "present":
+        return f"present ({present} ids)"
+    if status == "absent":
+        return f"absent ({absent} ids): no longer reproduces; retire or re-scope the entry"
+    if status == "mixed":
+        return f"mixed: present in {present} ids, absent in {absent}"
+    return "untested (no selected case runs into it)"
 
 
 def dissect_failures(cases: list[CaseRecord], out_dir: Path) -> None:
@@ -340,14 +381,6 @@ def _param_text(value: object) -> str:
     if isinstance(enum_value, (str, int)) and type(value).__module__ != "builtins":
         return str(enum_value)
     return str(value)
-
-
-def _host_path(path: str) -> str:
-    """Inside the sealed runtime the checkout is /src; say where it is on the host."""
-    host = os.environ.get("OVSTEST_HOST_SRC")
-    if host and (path == "/src" or path.startswith("/src/")):
-        return host + path[len("/src"):]
-    return path
 
 
 def _short(text: str, limit: int) -> str:

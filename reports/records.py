@@ -67,6 +67,9 @@ class Step:
     # [{"index": 0, "length": 60, "layers": [{"name": "ip", "summary": "...", "checksums": [...]}]}]
     dissection: list[dict[str, Any]] = field(default_factory=list)
     dissection_error: str = ""  # e.g. "no dissection: tshark not found"
+    # Known OVS bugs this step could show, by key: "present" (OVS deviated exactly
+    # as known) or "absent" (OVS behaved correctly).
+    bugs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,9 +92,23 @@ class CaseRecord:
     run: str = ""  # label of the run this case came from, set when several runs are merged
     # Measured figures, e.g. {"gbps_tso_off": 1.4, "retransmits_tso_off": 12} (throughput cases).
     metrics: dict[str, float] = field(default_factory=dict)
+    compacted: bool = False  # its commands, log and expected frames were not kept
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def compact(self, keep_frames: bool) -> None:
+        """Drop the evidence only a case page or a reproducer shows (the commands,
+        the log, the frames), keeping what the index, the matrix, the merge and the
+        known-bug summary read.  `keep_frames` keeps the frames sent and captured
+        (a build comparison diffs them)."""
+        self.commands = []
+        self.log_excerpt = []
+        for step in self.steps:
+            step.expected, step.csum_state, step.notes, step.dissection = [], [], [], []
+            if not keep_frames:
+                step.sent, step.captured = [], []
+        self.compacted = True
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CaseRecord":
@@ -122,10 +139,14 @@ class RunRecord:
     # One summary per merged input (label, host, backend, started, duration, versions, argv);
     # empty for a plain run.
     runs: list[dict[str, Any]] = field(default_factory=list)
+    # Which OVS ran, where, and how it was chosen: "Open vSwitch 4.0.0 at ...; chosen by ...".
+    ovs_source: str = ""
+    # Each known OVS bug and whether this build showed it (see known_bug_status).
+    known_bugs: list[dict[str, Any]] = field(default_factory=list)
 
     def dump(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({**dataclasses.asdict(self), "format": 1}, f, indent=1)
+            json.dump({**dataclasses.asdict(self), "format": 1}, f, separators=(",", ":"))
 
     @classmethod
     def load(cls, path: str) -> "RunRecord":
@@ -142,6 +163,30 @@ class RunRecord:
                 started=data["started"], duration=data["duration"], host=data["host"],
                 backend=data["backend"], versions=data["versions"], cases=cases,
                 argv=data.get("argv", []), runs=data.get("runs", []),
+                ovs_source=str(data.get("ovs_source", "")),
+                known_bugs=list(data.get("known_bugs", [])),
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"{path}: malformed results file: {exc!r}") from None
+
+
+def known_bug_status(known: list[dict[str, str]], cases: list[CaseRecord]) -> list[dict[str, Any]]:
+    """Per known bug (key, title, where, seen_in): "present" if some case saw OVS
+    deviate exactly as known, "absent" if some case saw it behave correctly
+    (both: "mixed"), "untested" if no case ran into it; with the ids that said so."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for case in cases:
+        for step in case.steps:
+            for key, status in step.bugs.items():
+                ids = seen.setdefault(key, {}).setdefault(status, [])
+                if case.nodeid not in ids:
+                    ids.append(case.nodeid)
+    rows: list[dict[str, Any]] = []
+    for bug in known:
+        found = seen.get(bug["key"], {})
+        present, absent = found.get("present", []), found.get("absent", [])
+        status = ("mixed" if present and absent else "present" if present
+                  else "absent" if absent else "untested")
+        rows.append({**bug, "status": status, "present": len(present), "absent": len(absent),
+                     "absent_ids": absent[:20]})
+    return rows

@@ -29,7 +29,8 @@ PAGE_DIR = "case"
 REPRO_DIR = "repro"
 
 
-def render(run: RunRecord, out_dir: str, *, all_pages: bool = False) -> str:
+def render(run: RunRecord, out_dir: str, *, all_pages: bool = False,
+           links: list[tuple[str, str]] | None = None) -> str:
     """Write the report into `out_dir` and return the path of its index.html.
 
     Case pages and reproducers of an earlier report in the same directory are
@@ -55,7 +56,7 @@ def render(run: RunRecord, out_dir: str, *, all_pages: bool = False) -> str:
     trace = env.get_template("upstream.html.j2").render(trace=trace_context(entries), **common)
     _write(out_dir, "upstream.html", trace)
     index = env.get_template("index.html.j2").render(
-        script=_static("index.js"), **index_context(run, entries), **common)
+        script=_static("index.js"), links=links or [], **index_context(run, entries), **common)
     return _write(out_dir, "index.html", index)
 
 

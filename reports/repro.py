@@ -152,7 +152,8 @@ def reproducer(case: CaseRecord, versions: dict[str, str] | None = None) -> str 
         "#",
         "# Needs only an Open vSwitch install (ovsdb-server, ovs-vswitchd, ovs-vsctl, ovs-ofctl,",
         "# ovs-appctl, ovsdb-tool); no root.  Usage: bash THIS_SCRIPT [RUN_DIR] [-v]",
-        "#   OVS_BINDIR=DIR     use the OVS programs in DIR (an install's bin/ or a build tree)",
+        "#   OVS_BINDIR=DIR     use the OVS programs in DIR (an install prefix, its bin/ or sbin/,",
+        "#                      or a build tree)",
         "#   OVS_SCHEMA=FILE    vswitch.ovsschema, if it is not found by itself",
         "# Exit status: 0 captured frames as expected, 1 they differ, 2 OVS did not start.",
         "set -u",
@@ -199,7 +200,8 @@ for arg in "$@"; do
     esac
 done
 if [ -n "${OVS_BINDIR:-}" ]; then
-    PATH="$OVS_BINDIR:$OVS_BINDIR/utilities:$OVS_BINDIR/vswitchd:$OVS_BINDIR/ovsdb:$PATH"
+    # An install prefix, its bin/ or sbin/, or a build tree (its libtool wrappers run in place).
+    PATH="$OVS_BINDIR:$OVS_BINDIR/sbin:$OVS_BINDIR/bin:$OVS_BINDIR/../sbin:$OVS_BINDIR/../bin:$OVS_BINDIR/utilities:$OVS_BINDIR/vswitchd:$OVS_BINDIR/ovsdb:$PATH"
 fi
 for tool in ovsdb-tool ovsdb-server ovs-vswitchd ovs-vsctl ovs-appctl ovs-ofctl; do
     command -v "$tool" >/dev/null || { echo "error: $tool not found (set OVS_BINDIR)" >&2; exit 2; }
@@ -294,6 +296,7 @@ if [ -z "$SCHEMA" ]; then
     for candidate in "$RECORDED_SCHEMA" "${OVS_PKGDATADIR:-}/vswitch.ovsschema" \
             "${OVS_BINDIR:-}/vswitchd/vswitch.ovsschema" \
             "${OVS_BINDIR:-}/../share/openvswitch/vswitch.ovsschema" \
+            "${OVS_BINDIR:-}/share/openvswitch/vswitch.ovsschema" \
             /usr/share/openvswitch/vswitch.ovsschema \
             /usr/local/share/openvswitch/vswitch.ovsschema; do
         if [ -f "$candidate" ]; then SCHEMA=$candidate; break; fi

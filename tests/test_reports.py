@@ -166,8 +166,10 @@ def test_plugin_records_every_outcome(pytester: pytest.Pytester) -> None:
     assert evidence.upstream_file == "evidence.at"
     assert cases["test_pass"].upstream_file == "dpif-netdev.at"
     assert cases["test_fail"].upstream_file == "dpif-netdev.at"
-    assert evidence.commands[0].argv == ["ovs-appctl", "version"]
-    assert evidence.steps[0].title == "s" and evidence.log_excerpt == ["log line"]
+    # A passed case keeps a summary: its steps' outcome, not its commands, log or frames.
+    assert evidence.compacted and evidence.commands == [] and evidence.log_excerpt == []
+    assert evidence.steps[0].title == "s" and evidence.steps[0].ok
+    assert evidence.steps[0].captured == [] and evidence.steps[0].expected == []
     assert all(case.duration > 0 for case in cases.values())
     html = (out_dir / "index.html").read_text()
     assert "test_setup_error" in html and "numbers differ" in html
@@ -177,6 +179,15 @@ def test_plugin_records_every_outcome(pytester: pytest.Pytester) -> None:
     junit = (out_dir / "junit.xml").read_text()
     assert junit.count("<testcase") == 11
     assert any(line.strip("- ").startswith("OVS report:") for line in result.outlines)
+
+
+def test_record_frames_all_keeps_what_a_build_comparison_diffs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=INNER_TESTS)
+    pytester.runpytest("-p", "reports.plugin", "-p", "no:cacheprovider", "--record-frames=all",
+                       "-k", "evidence")
+    evidence = _outcomes(pytester.path / "reports" / "out" / "results.json")["test_evidence[on]"]
+    assert evidence.compacted and evidence.commands == []
+    assert (evidence.steps[0].sent, evidence.steps[0].captured) == (["00"], ["00"])
 
 
 def test_plugin_out_dir_and_user_junitxml(pytester: pytest.Pytester) -> None:
@@ -203,14 +214,15 @@ def _probe(request):
 ''')
     pytester.makepyfile(test_inner=INNER_TESTS)
     result = pytester.runpytest_subprocess("-p", "reports.plugin", "-p", "no:cacheprovider",
-                                           "-p", "xdist", "-n", "2")
+                                           "-p", "xdist", "-n", "2", "--report-all-cases")
     results = pytester.path / "reports" / "out" / "results.json"
     run = RunRecord.load(str(results))
     nodeids = [case.nodeid for case in run.cases]
     assert len(nodeids) == 11 and len(set(nodeids)) == 11, nodeids
     cases = _outcomes(results)
     assert cases["test_fail"].outcome == "failed" and cases["test_xfail"].outcome == "xfailed"
-    assert cases["test_evidence[off]"].commands[0].stdout == "4.0.0"
+    assert cases["test_evidence[off]"].commands[0].stdout == "4.0.0"  # all cases kept whole
+    assert not cases["test_evidence[off]"].compacted
     assert run.backend == "dummy" and run.versions == {"ovs": "9.9.9"}
     assert cases["test_pass"].backend == "dummy"
     assert (pytester.path / "reports" / "out" / "index.html").is_file()

@@ -1,0 +1,299 @@
+"""`./ovstest`: provision the runtime, choose the OVS, run pytest sealed.
+
+Stdlib only: this runs on the bare host before any dependency exists.
+
+    ./ovstest suite [PYTEST ARGS]   the dummy-backend suite (cases/), report in reports/out/
+    ./ovstest test  [PYTEST ARGS]   everything: framework unit tests and the cases
+    ./ovstest bench [ARGS]          benchmarks: print timing figures (bench/)
+    ./ovstest bench --upstream-tree DIR [-k EXPR] [--jobs N]
+                                    upstream's testsuite against ours, per upstream file
+    ./ovstest compare --baseline A --candidate B [PYTEST ARGS]
+                                    the same selection on two OVS builds, and what changed
+    ./ovstest provision             only build (or check) the cached runtime root
+    ./ovstest shell [COMMAND...]    a shell (or one command) inside the sealed runtime
+
+Which OVS runs: the one --ovs-bindir DIR (or OVS_BINDIR) names, an install prefix,
+its bin/ or sbin/, or a build tree; otherwise the provisioned runtime's package.
+Nothing on PATH is picked.  Every run is sealed in the runtime root (see
+harness/runtime.py), with a build bind-mounted read-only at its own path.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.install import InstallError, Layout, find_layout
+from harness.runtime import (OVS_PACKAGE, REPO_ROOT, LaunchError, hold, provision,
+                             runtime_versions, sealed_argv, upstream_version)
+
+RUNTIME_WORDS = ("runtime", "packaged")
+SYSTEM_DIRS = (Path("/"), Path("/usr"), Path("/bin"), Path("/sbin"), Path("/lib"),
+               Path("/etc"), Path("/var"), Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One OVS to run: a layout on the host, or the runtime's package (layout None)."""
+
+    given: str | None
+    chosen_by: str  # "--ovs-bindir", "OVS_BINDIR", "runtime", "--baseline", ...
+    layout: Layout | None = None
+
+    @property
+    def mounts(self) -> tuple[Path, ...]:
+        return self.layout.mounts if self.layout else ()
+
+    def env(self) -> dict[str, str]:
+        env = {"OVSTEST_OVS_CHOSEN": self.chosen_by}
+        if self.layout is not None:
+            env["OVS_BINDIR"] = str(self.layout.root)
+        return env
+
+
+def user_path(text: str) -> Path:
+    """A path the user typed, relative to where they typed it."""
+    base = Path(os.environ.get("OVSTEST_CWD") or os.getcwd())
+    return (base / Path(text).expanduser()).resolve()
+
+
+def choose(given: str | None, chosen_by: str) -> Choice:
+    """Resolve an OVS the user named (on the host); None or 'runtime' is the package."""
+    if not given or given in RUNTIME_WORDS:
+        return Choice(None, "runtime")
+    try:
+        layout = find_layout(str(user_path(given)))
+    except InstallError as exc:
+        raise LaunchError(str(exc)) from None
+    refuse_system_dirs(layout.mounts, layout.root)
+    return Choice(given, chosen_by, layout)
+
+
+def refuse_system_dirs(mounts: tuple[Path, ...], root: Path) -> None:
+    """A build is mounted at its own path: the host's system directories would hide
+    the runtime's own."""
+    for d in mounts:
+        if d in SYSTEM_DIRS or any(s in d.parents for s in (Path("/proc"), Path("/sys"))):
+            raise LaunchError(
+                f"{root} is a directory of the host's own system, which cannot be mounted "
+                "over the runtime's; install your build into a prefix of its own "
+                "(./configure --prefix=/opt/ovs) or name its build tree")
+
+
+def probe(root: Path, choice: Choice) -> dict[str, object]:
+    """Check, inside the runtime, that the chosen OVS runs there: its version and
+    its shared libraries.  Raises LaunchError with the probe's one line."""
+    inner = ["python3", "-m", "harness.install",
+             *([str(choice.layout.root)] if choice.layout else [])]
+    argv, env = sealed_argv(root, inner, ro=choice.mounts)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        line = lines[-1] if lines else f"probe exited {proc.returncode}"
+        raise LaunchError(line.removeprefix("ovstest: error: "))
+    facts: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return facts
+
+
+def out_dir_mounts(extra: list[str]) -> tuple[list[str], tuple[Path, ...]]:
+    """Rewrite --out-dir to a path the sealed run sees, and the mounts that needs.
+
+    Inside the checkout, the path is /src/...; elsewhere the directory is created
+    on the host and mounted read-write at its own path."""
+    args: list[str] = []
+    rw: list[Path] = []
+    i = 0
+    while i < len(extra):
+        arg = extra[i]
+        value = None
+        if arg == "--out-dir" and i + 1 < len(extra):
+            value, i = extra[i + 1], i + 1
+        elif arg.startswith("--out-dir="):
+            value = arg.split("=", 1)[1]
+        if value is None:
+            args.append(arg)
+        else:
+            # One token: pytest takes a free-standing existing path for a test
+            # path when it looks for its rootdir.
+            args.append(f"--out-dir={sealed_path(Path(value), rw)}")
+        i += 1
+    return args, tuple(rw)
+
+
+def sealed_path(value: Path, rw: list[Path]) -> Path:
+    """Where a host directory the user named appears inside the seal (added to rw)."""
+    path = user_path(str(value))
+    if path == REPO_ROOT or REPO_ROOT in path.parents:
+        return Path("/src") / path.relative_to(REPO_ROOT)
+    path.mkdir(parents=True, exist_ok=True)
+    rw.append(path)
+    return path
+
+
+def inner_args(mode: str, extra: list[str]) -> list[str]:
+    """python3's arguments for a mode."""
+    if mode == "bench":
+        return ["bench/bench_suite.py", *extra]
+    targets = {"suite": ["cases"], "test": ["tests", "cases"], "compare": ["cases"]}[mode]
+    # Explicit paths or node ids in the checkout replace the default targets.
+    if any(not a.startswith("-") and (REPO_ROOT / a.split("::")[0]).resolve().is_relative_to(
+            REPO_ROOT) and (REPO_ROOT / a.split("::")[0]).exists() for a in extra):
+        targets = []
+    return ["-m", "pytest", *targets, *extra]
+
+
+def _die_with_parent() -> None:
+    """In a child: get SIGKILL when the launcher dies (its seal then goes too)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def run_sealed(argv: list[str], env: dict[str, str]) -> int:
+    """Run one sealed command to its end (compare runs several); Ctrl-C reaches it
+    too, and we wait for it to clean up."""
+    proc = subprocess.Popen(argv, env=env, preexec_fn=_die_with_parent, close_fds=False)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def exec_sealed(argv: list[str], env: dict[str, str]) -> int:
+    """Become the command.  With exec, the process the user interrupts or kills
+    is unshare itself: it ignores SIGINT while pytest cleans up, and if it is
+    killed outright --kill-child takes the whole namespace down with it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(argv[0], argv, env)
+    return 127  # not reached
+
+
+def note_runtime(root: Path, verbose: bool) -> None:
+    """Print the runtime's versions (verbose), and one line when its OVS is not the
+    one the known-bug list was last validated against."""
+    versions = runtime_versions(root)
+    if verbose:
+        for package, version in versions.items():
+            print(f"  {package} {version}")
+    validated = validated_on()
+    ovs = upstream_version(versions.get(OVS_PACKAGE, ""))
+    if ovs and validated and ovs != validated:
+        print(f"ovstest: note: the runtime's Open vSwitch is {ovs}; the known-bug list "
+              f"(datapath/model/bugs.py) was last validated against {validated}",
+              file=sys.stderr)
+
+
+def validated_on() -> str:
+    """bugs.VALIDATED_ON, read without importing the model (stdlib only here)."""
+    import importlib.util
+    path = REPO_ROOT / "datapath" / "model" / "bugs.py"
+    spec = importlib.util.spec_from_file_location("_ovstest_bugs", path)
+    if spec is None or spec.loader is None:
+        return ""
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolves the module by name
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    return str(getattr(module, "VALIDATED_ON", ""))
+
+
+def compare(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
+    """Run the same selection on both builds, then compare their results."""
+    sides = {"baseline": choose(args.baseline, "--baseline"),
+             "candidate": choose(args.candidate, "--candidate")}
+    facts = {name: probe(root, choice) for name, choice in sides.items()}
+    if facts["baseline"]["identity"] == facts["candidate"]["identity"]:
+        raise LaunchError(
+            f"--baseline and --candidate are the same build ({facts['baseline']['describe']}); "
+            "nothing to compare")
+    rw: list[Path] = []
+    out = sealed_path(Path(args.out_dir or "reports/out-compare"), rw)
+    codes: dict[str, int] = {}
+    for name, choice in sides.items():
+        print(f"ovstest compare: {name}: {facts[name]['describe']}", file=sys.stderr)
+        inner = ["python3", *inner_args("compare", extra), "--record-frames=all",
+                 f"--out-dir={out / name}"]
+        argv, env = sealed_argv(root, inner, ro=choice.mounts, rw=tuple(rw),
+                                extra_env=choice.env())
+        codes[name] = run_sealed(argv, env)
+        if codes[name] not in (0, 1):  # 0 all passed, 1 some failed: both compare
+            raise LaunchError(f"the {name} run ended with pytest exit code {codes[name]}; "
+                              "nothing to compare")
+    inner = ["python3", "-m", "reports.buildcompare", str(out / "baseline"),
+             str(out / "candidate"), "-o", str(out)]
+    argv, env = sealed_argv(root, inner, rw=tuple(rw))
+    return run_sealed(argv, env)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="ovstest", description=__doc__.split("\n\n")[0],
+        epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
+    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "provision", "shell"])
+    parser.add_argument("--ovs-bindir", default=None,
+                        help="the OVS to test: an install prefix, its bin/ or sbin/, or a build "
+                        "tree (default: $OVS_BINDIR, else the provisioned runtime's OVS)")
+    parser.add_argument("--baseline", help="compare: the OVS to compare against "
+                        "('runtime' for the provisioned package)")
+    parser.add_argument("--candidate", help="compare: the OVS under review")
+    parser.add_argument("--rebuild-runtime", action="store_true",
+                        help="provision the runtime root again even if cached")
+    args, extra = parser.parse_known_args(argv)
+    if args.mode == "bench" and any(a.startswith("--upstream-tree") for a in extra):
+        # Upstream's testsuite runs on the host (its tree's binaries are the host's);
+        # the script starts `./ovstest suite` for our side, sealed as usual.
+        sys.stdout.flush()
+        os.execv(sys.executable, [sys.executable, str(REPO_ROOT / "bench" / "upstream_ratio.py"),
+                                  *extra])
+    try:
+        if args.mode == "compare":
+            if not (args.baseline and args.candidate):
+                raise LaunchError("compare needs --baseline A and --candidate B "
+                                  "(a build, a prefix, or 'runtime')")
+        elif args.baseline or args.candidate:
+            raise LaunchError("--baseline and --candidate are for './ovstest compare'")
+        out_dir = None
+        if args.mode == "compare" and "--out-dir" in extra:  # compare places its runs itself
+            i = extra.index("--out-dir")
+            out_dir = extra[i + 1] if i + 1 < len(extra) else None
+            del extra[i:i + 2]
+        args.out_dir = out_dir
+        given, how = args.ovs_bindir, "--ovs-bindir"
+        if given is None and os.environ.get("OVS_BINDIR"):
+            given, how = os.environ["OVS_BINDIR"], "OVS_BINDIR"
+        choice = choose(given, how) if args.mode not in ("provision", "compare") else None
+        root = provision(force=args.rebuild_runtime)
+        if args.mode == "provision":
+            print(root)
+            note_runtime(root, verbose=True)
+            return 0
+        note_runtime(root, verbose=False)
+        hold(root)  # inherited by the sealed run: this root stays while it runs
+        if args.mode == "compare":
+            return compare(root, args, extra)
+        assert choice is not None
+        if choice.layout is not None:
+            probe(root, choice)
+        extra, rw = out_dir_mounts(extra)
+        if args.mode == "shell":  # interactive, or one command line
+            inner = ["/bin/bash", "-c", " ".join(extra)] if extra else ["/bin/bash", "-i"]
+        else:
+            inner = ["python3", *inner_args(args.mode, extra)]
+        sealed, env = sealed_argv(root, inner, ro=choice.mounts, rw=rw, extra_env=choice.env())
+        return exec_sealed(sealed, env)
+    except LaunchError as exc:
+        print(f"ovstest: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
