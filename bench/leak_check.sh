@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interrupt a run (SIGINT, as Ctrl-C does) and kill another (SIGKILL), then check
+# Interrupt a run (SIGINT, as Ctrl-C does) and kill another (SIGKILL), interrupt a
+# run with Linux tunnel peers (tap backend), then check
 # that neither left a process, network namespace, link or mount behind.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,10 +16,16 @@ before=$(snapshot)
 status=0
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for sig in INT KILL; do
+# The default suite, then (INT-tap) one with Linux tunnel peers, veths and helpers.
+for sig in INT KILL INT-tap; do
+    args=()
+    if [ "$sig" = INT-tap ]; then
+        sig=INT
+        args=(--backend tap cases/test_kernel_peer.py cases/test_system_traffic.py)
+    fi
     # A background job starts with SIGINT ignored; restore it, as a terminal has it.
     setsid python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-        ./ovstest suite -q -p no:cacheprovider --out-dir "$out" >/dev/null 2>&1 &
+        ./ovstest suite -q -p no:cacheprovider --out-dir "$out" "${args[@]}" >/dev/null 2>&1 &
     pid=$!
     # Wait until the run has daemons up, then interrupt it mid-case.
     for _ in $(seq 1 200); do pgrep -f -- "$out/" >/dev/null && break; sleep 0.05; done

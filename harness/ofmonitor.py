@@ -12,10 +12,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import ovs.unixctl.client
-
 from harness.control import Result
 from harness.sandbox import Sandbox
+from harness.unixctl import UnixctlClient, UnixctlError
 from harness.wait import wait_until
 
 
@@ -64,10 +63,14 @@ class OfctlMonitor:
     def exit(self, timeout: float = 10.0) -> str:
         """`ovs-appctl -t ovs-ofctl exit`, then reap it; returns the whole output."""
         started = time.perf_counter()
-        error, client = ovs.unixctl.client.UnixctlClient.create(str(self.ctl))
-        if not error:
-            client.transact("exit", [])
-            client.close()
+        try:
+            client = UnixctlClient(self.ctl, timeout=timeout)
+            try:
+                client.transact("exit", [])
+            finally:
+                client.close()
+        except UnixctlError:
+            pass  # it may close the connection as it exits; the wait below decides
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

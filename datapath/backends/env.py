@@ -27,7 +27,7 @@ class RealEnv:
     namespaces, ports and helper processes around it.  close() removes all of it."""
 
     def __init__(self, install: OvsInstall, rundir: Path, backend: str, tso: bool,
-                 transcript: Transcript) -> None:
+                 transcript: Transcript, sandbox_extra: dict[str, Any] | None = None) -> None:
         self.backend, self.tso = backend, tso
         self.cleanup = Cleanup()  # processes and ports, before the sandbox stops
         self.ns_cleanup = Cleanup()  # namespaces, once nothing uses them
@@ -39,6 +39,7 @@ class RealEnv:
         try:
             opts = (tap.sandbox_options(self.switch_ns, tso) if backend == "tap"
                     else dpdk.sandbox_options(install, self.switch_ns, tso))
+            opts.update(sandbox_extra or {})
             self.sb = Sandbox(install, rundir, transcript, **opts)  # type: ignore[arg-type]
             try:
                 self.sb.start()
