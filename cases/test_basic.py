@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import pytest
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from datapath.backends.dummy import parse_ovsdb_map
 from datapath.offloads import TX_FEATURES, TxOffloads
+from fixtures.frames import L7
+from fixtures.sequence import capture, expect_unchanged
 from harness.control import check
 from harness.wait import wait_until
 
@@ -20,18 +25,36 @@ FLOWS = [
 ]
 
 
+def tcp_frame(n: int, length: int = 0) -> bytes:
+    """netdev-dummy's frame for FLOWS[n]: the 64-byte payload 00..3f, or with
+    --len LENGTH zero padding to LENGTH bytes."""
+    a, b = (1, 2) if n == 0 else (5, 6)
+    head = (Ether(src=f"50:54:00:00:00:0{a}", dst=f"50:54:00:00:0{b}:00")
+            / IP(src=f"10.0.0.{a}", dst=f"10.0.0.{b}", ttl=64, id=0, flags=0)
+            / TCP(sport=8, dport=9, flags="A", seq=0, ack=0, window=0))
+    return bytes(head / Raw(L7 if not length else bytes(length - 54)))
+
+
+FRAMES = [tcp_frame(0), tcp_frame(1, 1024)]
+
+
 @pytest.mark.upstream("dpif-netdev - netdev-dummy/receive")
-def test_netdev_dummy_receive(sandbox) -> None:
+def test_netdev_dummy_receive(sandbox, case_record) -> None:
     """A packet given as an ODP flow (with and without --len) misses and upcalls;
-    the line after 'miss upcall' in the log must be the full datapath key."""
+    the line after 'miss upcall' in the log must be the full datapath key.  The
+    frames flooded to br0 (captured) must be the packets, unchanged."""
     sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
                       "type=dummy", "ofport_request=1")
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
+    local = capture(sandbox, "br0")
     check(sandbox.appctl("time/stop"))
     check(sandbox.appctl("time/warp", "5000"))
     for n, (flow, extra) in enumerate(FLOWS, start=1):
         check(sandbox.appctl("netdev-dummy/receive", "p1", f"in_port(1),{flow}", *extra))
+        # Beyond upstream: NORMAL floods it, unchanged, to br0 (captured).
+        expect_unchanged(local, [FRAMES[n - 1]], rx_name="p1", title=f"packet {n} to br0",
+                         steps=case_record.steps)
 
         def miss_lines() -> list[str]:
             lines = sandbox.log_lines()

@@ -1,9 +1,13 @@
 """Checksum offload without tunnels: dpif-netdev.at tests 1116-1121.
 
 Upstream runs CHECK_IP_CHECKSUMS / CHECK_L4_CHECKSUMS, eight forwards each,
-and checks only the last pcap line after each.  Here every (tx offload, rx
-flag, good/bad frame) combination is its own id, and every frame that leaves
-p2 is compared, field by field, with the model's expectation.
+in one daemon, and checks only the last pcap line after each.  Those sequences,
+faithfully, are cases/test_csum_sequences.py.  Here, on top, every (tx offload,
+rx flag, good/bad frame) combination is its own id in a fresh sandbox (so its
+packet is always a miss), on every backend, and every frame that leaves p2 is
+compared, field by field, with the model's expectation.  On the dummy backend
+those ids share a sandbox that each gets back to its fresh state (no rule, no
+datapath flow, default ports: fixtures/plain_bench.py).
 """
 from __future__ import annotations
 
@@ -38,7 +42,8 @@ def tx_param(spec: str) -> object:
 @pytest.mark.parametrize("frame_kind", FRAMES)
 @pytest.mark.parametrize("state", STATES, ids=STATE_IDS)
 @pytest.mark.parametrize("tx", [tx_param("none"), tx_param("ip"), tx_param("ip_disabled")])
-def test_ip_csum_offload(two_ports, tx: TxOffloads, state: CsumState, frame_kind: str) -> None:
+def test_ip_csum_offload(two_ports_shared, tx: TxOffloads, state: CsumState,
+                         frame_kind: str) -> None:
     """mod_nw_dst forces an IPv4 header checksum change (and a TCP pseudo-header one).
 
     Verifies: a valid (good/partial) rx state leads to a recomputed header
@@ -49,26 +54,27 @@ def test_ip_csum_offload(two_ports, tx: TxOffloads, state: CsumState, frame_kind
     good = compose("tcp", 4)
     frame = good if frame_kind == "good_frame" else with_ip_csum_flipped(good)
     actions = [mod_nw_dst("192.168.1.1"), output("p2")]
-    two_ports.flow("in_port=p1", actions)
-    two_ports.forward([frame], actions, rx=RxFlags(ip=state), tx=tx)
+    two_ports_shared.flow("in_port=p1", actions)
+    two_ports_shared.forward([frame], actions, rx=RxFlags(ip=state), tx=tx)
 
 
 @pytest.mark.upstream("dpif-netdev - ip csum offload")
 @pytest.mark.parametrize("tx", [tx_param("none"), tx_param("ip")])
-def test_ip_options_and_truncated_header(two_ports, tx: TxOffloads) -> None:
+def test_ip_options_and_truncated_header(two_ports_shared, tx: TxOffloads) -> None:
     """An IPv4 header with options gets a valid checksum after mod_nw_dst (dd2e);
     a header that claims options it does not carry (MICROGRAM) is not IP to OVS
     and leaves untouched.  Both frames, in order, are checked."""
     actions = [mod_nw_dst("192.168.1.1"), output("p2")]
-    two_ports.flow("in_port=p1", actions)
-    two_ports.forward([OPT_PKT, MICROGRAM], actions, rx=RxFlags(ip=CsumState.GOOD), tx=tx)
+    two_ports_shared.flow("in_port=p1", actions)
+    two_ports_shared.forward([OPT_PKT, MICROGRAM], actions, rx=RxFlags(ip=CsumState.GOOD),
+                             tx=tx)
 
 
 @pytest.mark.parametrize("frame_kind", FRAMES)
 @pytest.mark.parametrize("state", STATES, ids=STATE_IDS)
 @pytest.mark.parametrize("tx", [tx_param("none"), tx_param("l4"), tx_param("l4_disabled")])
 @pytest.mark.parametrize("l4,ipv", L4_CASES)
-def test_l4_csum_offload(two_ports, l4: str, ipv: int, tx: TxOffloads, state: CsumState,
+def test_l4_csum_offload(two_ports_shared, l4: str, ipv: int, tx: TxOffloads, state: CsumState,
                          frame_kind: str) -> None:
     """mod_tp_dst:2222 forces a TCP/UDP checksum change.
 
@@ -80,8 +86,8 @@ def test_l4_csum_offload(two_ports, l4: str, ipv: int, tx: TxOffloads, state: Cs
     good = compose(l4, ipv)
     frame = good if frame_kind == "good_frame" else with_l4_csum(good, 0xDEAD)
     actions = [mod_tp_dst(2222), output("p2")]
-    two_ports.flow(f"in_port=p1,{l4}{'6' if ipv == 6 else ''}", actions)
-    two_ports.forward([frame], actions, rx=RxFlags(l4=state), tx=tx)
+    two_ports_shared.flow(f"in_port=p1,{l4}{'6' if ipv == 6 else ''}", actions)
+    two_ports_shared.forward([frame], actions, rx=RxFlags(l4=state), tx=tx)
 
 
 @pytest.mark.upstream("dpif-netdev - tcp csum offload (simple match)")
@@ -108,11 +114,12 @@ OTHER_FRAMES = {"icmp4": lambda: icmp_echo(4), "icmp6": lambda: icmp_echo(6), "a
 
 @pytest.mark.parametrize("state", STATES, ids=STATE_IDS)
 @pytest.mark.parametrize("kind", list(OTHER_FRAMES))
-def test_l4_flags_on_other_protocols(two_ports, kind: str, state: CsumState) -> None:
+def test_l4_flags_on_other_protocols(two_ports_shared, kind: str, state: CsumState) -> None:
     """Beyond upstream: a port may stamp L4 checksum flags on every packet, also
     on ICMP, ICMPv6 and ARP.  There is no TCP/UDP checksum to finish, so the frame
     must leave unchanged.  (OVS 4.0.0 aborts on the partial flag: known bug
     l4-partial-assert, xfail until fixed.)"""
     actions = [output("p2")]
-    two_ports.flow("in_port=p1", actions)
-    two_ports.forward([OTHER_FRAMES[kind]()], actions, rx=RxFlags(l4=state), tx=TxOffloads())
+    two_ports_shared.flow("in_port=p1", actions)
+    two_ports_shared.forward([OTHER_FRAMES[kind]()], actions, rx=RxFlags(l4=state),
+                             tx=TxOffloads())

@@ -44,7 +44,7 @@ def test_add_flow_wider_ip_match(sandbox) -> None:
     check(sandbox.appctl("revalidator/resume"))
 
 
-@pytest.mark.upstream("dpif-netdev - mega flow ufid uniqueness for different wildcards")
+@pytest.mark.upstream("dpif-netdev - mega flow ufid uniqueness for different wildcards", since="4.0")
 def test_megaflow_ufid_unique_per_wildcards(sandbox) -> None:
     """Two flows whose masked keys are equal (tos 0x20/0 and tos 0) but whose masks
     differ are two megaflows with two distinct mega_ufids."""

@@ -10,8 +10,18 @@ from __future__ import annotations
 import re
 
 import pytest
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
 
+from datapath import model
+from datapath.backends.dummy import DummyPort, wait_connected
+from datapath.model.actions import output
+from datapath.offloads import TxOffloads
 from harness.control import check
+from harness.expect import expect_frames
+from fixtures.pmd import icmp_frame
+from fixtures.sequence import capture, expect_unchanged
+from harness.pcap import PcapReader
 from harness.filters import (filter_flow_dump, filter_flow_install, filter_hw_flow_del,
                              filter_hw_flow_install, filter_hw_packet_netdev_dummy, strip_timers,
                              strip_xout, strip_xout_keep_actions)
@@ -54,14 +64,18 @@ def wait_misses(sandbox, n: int) -> list[str]:
 
 @pytest.mark.parametrize("port_type", port_types(
     "dpif-netdev - miss upcall key matches flow_install"))
-def test_miss_upcall_key_matches_flow_install(sandbox, port_type: str) -> None:
+def test_miss_upcall_key_matches_flow_install(sandbox, case_record, port_type: str) -> None:
     """The miss upcall's key is the full flow; the installed megaflow is the
     wildcarded one, and without megaflows an exact-match flow is added too."""
     br0(sandbox, port_type, ("p1", 1))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
+    local = capture(sandbox, "br0")  # beyond upstream: the flooded frames
     check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
+    sandbox.appctl("ofproto/trace", ICMP)  # upstream runs it here (its output is not checked)
     assert wait_misses(sandbox, 1)[-1] == MISS_KEY
+    expect_unchanged(local, [icmp_frame()], rx_name="p1", title="megaflow: to br0",
+                     steps=case_record.steps)
     megaflow = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,"
                 "dst=50:54:00:00:00:0a),eth_type(0x0800),ipv4(frag=no), actions: <del>\n")
     wait_until(lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
@@ -69,6 +83,8 @@ def test_miss_upcall_key_matches_flow_install(sandbox, port_type: str) -> None:
     check(sandbox.appctl("upcall/disable-megaflows"), stdout="megaflows disabled\n")
     check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
     assert wait_misses(sandbox, 2)[-1] == MISS_KEY
+    expect_unchanged(local, [icmp_frame()], rx_name="p1", title="exact match: to br0",
+                     steps=case_record.steps)
     exact = (KEY_PREFIX.replace("ct_state(0)", "ct_state(-new-est-rel-rpl-inv-trk-snat-dnat)")
              + ICMP.replace("in_port(1),", "") + ", actions: <del>\n")
     wait_until(lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
@@ -85,17 +101,34 @@ DP_FLOW = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=00:06:07:08:0
 
 
 @pytest.mark.parametrize("port_type", port_types("dpif-netdev - datapath flow modification"))
-def test_datapath_flow_modification(sandbox, port_type: str) -> None:
+def test_datapath_flow_modification(sandbox, case_record, port_type: str) -> None:
     """After the OpenFlow rules change, revalidation must modify the datapath
-    flow: the same packet then counts on it and it outputs back to port 1."""
+    flow: the same packet then counts on it and it outputs back to port 1.
+    Beyond upstream, p1's received frames and p1's and p2's sent frames are
+    captured (rxq_pcap/tx_pcap added, capture only): the first packet must leave
+    p2 and the second p1, each unchanged, and nothing else leave."""
     br0(sandbox, port_type, ("p1", 1), ("p2", 2))
     check(sandbox.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg"))
+    check(sandbox.vsctl("set", "Interface", "p1", "options:rxq_pcap=p1-rx.pcap",
+                        "options:tx_pcap=p1-tx.pcap", "--", "set", "Interface", "p2",
+                        "options:tx_pcap=p2-tx.pcap"))
+    received = PcapReader(sandbox.rundir / "p1-rx.pcap")
+    ports = {n: DummyPort.existing(sandbox, n, int(n[1]), pcap_name=f"{n}-tx.pcap")
+             for n in ("p1", "p2")}
+
+    def leaves(name: str, title: str) -> None:
+        sent = wait_until(received.read_new, 10, what="the frame p1 received")
+        expect_frames(ports[name], model.forward(sent[0], [output(name)], TxOffloads()),
+                      sent=sent, rx_name="p1", title=title, steps=case_record.steps)
+        other = ports["p2" if name == "p1" else "p1"]
+        assert other.read_tx() == [], f"{title}: a frame left {other.name} too"
     check(sandbox.ofctl("del-flows", "br0"))
     check(sandbox.ofctl("add-flow", "br0", "priority=1,ip,in_port=1,dl_src=00:06:07:08:09:0a,"
                         "dl_dst=00:01:02:03:04:05,actions=output:2"))
     check(sandbox.ofctl("add-flow", "br0", "priority=0,in_port=1,actions=IN_PORT"))
     check(sandbox.appctl("netdev-dummy/receive", "p1", VLAN, "--len", "64"))
     assert wait_misses(sandbox, 1)[-1] == KEY_PREFIX + VLAN.replace("in_port(1),", "") + "\n"
+    leaves("p2", "before the rules change: to p2")
     check(sandbox.appctl("revalidator/wait"))
     check(sandbox.appctl("dpif/dump-flows", "br0"),
           stdout=DP_FLOW + "packets:0, bytes:0, used:never, actions:2\n")
@@ -105,6 +138,7 @@ def test_datapath_flow_modification(sandbox, port_type: str) -> None:
     check(sandbox.ofctl("add-flow", "br0", "priority=0,in_port=1,actions=IN_PORT"))
     check(sandbox.appctl("revalidator/wait"))
     check(sandbox.appctl("netdev-dummy/receive", "p1", VLAN, "--len", "64"))
+    leaves("p1", "after the rules change: back out of p1")
     want = DP_FLOW + "packets:1, bytes:64, used:0.0s, actions:1\n"
 
     def dumped() -> str:
@@ -115,7 +149,7 @@ def test_datapath_flow_modification(sandbox, port_type: str) -> None:
 
 @pytest.mark.parametrize("port_type", port_types(
     "dpif-netdev - miss upcall key matches flow_dump"))
-def test_miss_upcall_key_matches_flow_dump(sandbox, port_type: str) -> None:
+def test_miss_upcall_key_matches_flow_dump(sandbox, case_record, port_type: str) -> None:
     """With terse (UFID) dumping disabled, the dumped flows carry full keys and
     masks: the megaflow, then also the exact-match flow without megaflows."""
     br0(sandbox, port_type, ("p1", 1))
@@ -124,8 +158,11 @@ def test_miss_upcall_key_matches_flow_dump(sandbox, port_type: str) -> None:
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.appctl("vlog/disable-rate-limit", "dpif"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
+    local = capture(sandbox, "br0")  # beyond upstream: the flooded frames
     check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
     assert wait_misses(sandbox, 1)[-1] == MISS_KEY
+    expect_unchanged(local, [icmp_frame()], rx_name="p1", title="megaflow: to br0",
+                     steps=case_record.steps)
     wild = ("recirc_id(0),dp_hash(0/0),skb_priority(0/0),in_port(1),skb_mark(0/0),"
             "ct_state(0/0),ct_zone(0/0),ct_mark(0/0),ct_label(0/0),packet_type(ns=0,id=0),"
             "eth(src=50:54:00:00:00:09,dst=50:54:00:00:00:0a),eth_type(0x0800),"
@@ -141,6 +178,8 @@ def test_miss_upcall_key_matches_flow_dump(sandbox, port_type: str) -> None:
           stdout="Datapath dumping tersely using UFID disabled\n")
     check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
     assert wait_misses(sandbox, 2)[-1] == MISS_KEY
+    expect_unchanged(local, [icmp_frame()], rx_name="p1", title="exact match: to br0",
+                     steps=case_record.steps)
     exact = (KEY_PREFIX.replace("ct_state(0)", "ct_state(0/0xff)") + ICMP.replace("in_port(1),", "")
              + ", packets:0, bytes:0, used:never, actions: <del>\n")
     wait_until(lambda: dumps() == exact + wild, 10, what="the exact flow's flow_dump",
@@ -155,7 +194,7 @@ def dummy_iface_types() -> list:
 
 
 @pytest.mark.parametrize("port_type", dummy_iface_types())
-def test_dummy_interface(sandbox, port_type: str) -> None:
+def test_dummy_interface(sandbox, case_record, port_type: str) -> None:
     """Two bridges linked by a pair of dummies over a unix socket (p1 <-> p2):
     a packet from p7 crosses to p8 and one from p8 to p7, installing four
     megaflows, one per ingress port."""
@@ -175,6 +214,10 @@ def test_dummy_interface(sandbox, port_type: str) -> None:
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
     check(sandbox.ofctl("add-flow", "br1", "action=normal"))
+    # Upstream's forked tools give the p2 -> p1 stream time to connect before time
+    # stops; once stopped, a stream that has yet to connect would never retry.
+    wait_connected(sandbox, "p2")
+    far = {"p7": capture(sandbox, "p8"), "p8": capture(sandbox, "p7")}  # beyond upstream
     check(sandbox.appctl("time/stop"))
     check(sandbox.appctl("time/warp", "5000"))
     for port, src, dst, ips in (("7", "09", "0a", ("10.0.0.2", "10.0.0.1")),
@@ -185,6 +228,12 @@ def test_dummy_interface(sandbox, port_type: str) -> None:
             f"dst=50:54:00:00:00:{dst}),eth_type(0x0800),ipv4(src={ips[0]},dst={ips[1]},"
             "proto=1,tos=0,ttl=64,frag=no),icmp(type=8,code=0)"))
     check(sandbox.appctl("time/warp", "100"))
+    # Each packet crosses the link and is flooded to the far bridge's other port.
+    for rx, mac in (("p7", ("09", "0a", "10.0.0.2", "10.0.0.1")),
+                    ("p8", ("0b", "0c", "10.0.0.3", "10.0.0.4"))):
+        frame = icmp_frame(f"50:54:00:00:00:{mac[0]}", f"50:54:00:00:00:{mac[1]}", *mac[2:])
+        expect_unchanged(far[rx], [frame], rx_name=rx, title=f"{rx} -> {far[rx].name}",
+                         steps=case_record.steps)
     want = "".join(
         f"recirc_id(0),in_port({port}),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:{src},"
         f"dst=50:54:00:00:00:{dst}),eth_type(0x0800),ipv4(frag=no), actions: <del>\n"
@@ -198,22 +247,28 @@ def test_dummy_interface(sandbox, port_type: str) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - revalidators handle dp modification fail correctly")
-def test_revalidator_handles_failed_modification(sandbox) -> None:
+def test_revalidator_handles_failed_modification(sandbox, case_record) -> None:
     """With its datapath flow deleted behind its back, a revalidator's flow
     modification fails ('failed to put'); the inconsistent ukey must then be
     deleted (every upcall/show 'keys' count 0)."""
     sandbox.allow_log(r"failed to put", r"failed to flow_del")  # expected by design
-    check(sandbox.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath-type=dummy",
-                        "--", "add-port", "br0", "p1", "--", "set", "interface", "p1",
-                        "type=dummy", "--", "add-port", "br0", "p2", "--", "set", "interface",
-                        "p2", "type=dummy"))
+    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
+                      "type=dummy", "--", "set", "bridge", "br0", "datapath-type=dummy",
+                      "--", "add-port", "br0", "p2", "--", "set", "interface", "p2",
+                      "type=dummy")
     check(sandbox.ofctl("add-flow", "br0", "table=0,in_port=p1,actions=p2"))
+    out = capture(sandbox, "p2")  # beyond upstream: both packets leave p2, unchanged
     for _ in range(2):
         check(sandbox.appctl("netdev-dummy/receive", "p1",
                              "ipv4(src=10.0.0.1,dst=10.0.0.2),tcp(src=1,dst=2)"))
     # Upstream relies on forked ovs-appctl being slow; here: wait until taken.
     wait_until(lambda: sandbox.port_stats().get("p1", {}).get("rx_packets", 0) >= 2, 10,
                what="p1 to take both packets")
+    # The flow names no IP protocol, so netdev-dummy composes an IPv4 header alone.
+    bare = bytes(Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00", type=0x0800)
+                 / IP(src="10.0.0.1", dst="10.0.0.2", ttl=0, id=0, flags=0, proto=0))
+    expect_unchanged(out, [bare, bare], rx_name="p1", title="two packets to p2",
+                     steps=case_record.steps)
     dump = check(sandbox.appctl("dpctl/dump-flows")).stdout
     dump = "".join(re.sub(r".*thread:", "", ln) + "\n" for ln in dump.splitlines())
     assert strip_xout_keep_actions(dump) == (
@@ -241,7 +296,7 @@ HWOL_PACKET = ("packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03
 
 
 @pytest.mark.parametrize("port_type", port_types("dpif-netdev - partial hw offload"))
-def test_partial_hw_offload(sandbox, port_type: str) -> None:
+def test_partial_hw_offload(sandbox, case_record, port_type: str) -> None:
     """With hw-offload on, the dummy offload provider gets the megaflow (mark 1),
     the second packet matches it by mark, the datapath flow counts it, and when
     the flow expires it is deleted from the 'hardware' too."""
@@ -261,7 +316,18 @@ def test_partial_hw_offload(sandbox, port_type: str) -> None:
     logged("Flow HW offload is enabled")
     check(sandbox.ofctl("del-flows", "br0"))
     check(sandbox.ofctl("add-flow", "br0", "in_port=1,actions=IN_PORT"))
+    # Beyond upstream: what p1 receives and sends is captured (capture only); each
+    # packet must leave p1 again unchanged, by the datapath or by the mark's flow.
+    check(sandbox.vsctl("set", "Interface", "p1", "options:rxq_pcap=p1-rx.pcap",
+                        "options:tx_pcap=p1-tx.pcap"))
+    received = PcapReader(sandbox.rundir / "p1-rx.pcap")
+    p1 = DummyPort.existing(sandbox, "p1", 1, pcap_name="p1-tx.pcap")
+
+    def back_out(title: str) -> None:
+        sent = wait_until(received.read_new, 10, what="the frame p1 received")
+        expect_unchanged(p1, sent, rx_name="p1", title=title, steps=case_record.steps)
     check(sandbox.appctl("netdev-dummy/receive", "p1", HWOL_PACKET, "--len", "64"))
+    back_out("first packet (upcall)")
     assert wait_misses(sandbox, 1)[-1] == KEY_PREFIX + HWOL_PACKET + "\n"
     logged("succeed to add netdev flow")
     assert strip_xout(filter_hw_flow_install(log())) == (
@@ -273,6 +339,7 @@ def test_partial_hw_offload(sandbox, port_type: str) -> None:
     wait_until(lambda: strip_xout(filter_flow_install(log())) == megaflow, 10,
                what="the datapath flow_add", describe=lambda: strip_xout(filter_flow_install(log())))
     check(sandbox.appctl("netdev-dummy/receive", "p1", HWOL_PACKET, "--len", "64"))
+    back_out("second packet (found by its mark)")
     matched = ("p1: packet: ip,vlan_tci=0x0000,dl_src=00:06:07:08:09:0a,dl_dst=00:01:02:03:04:05,"
                "nw_src=127.0.0.1,nw_dst=127.0.0.1,nw_proto=0,nw_tos=0,nw_ecn=0,nw_ttl=64,"
                "nw_frag=no matches with flow: recirc_id=0,eth,ip,vlan_tci=0x0000/0x1fff,"

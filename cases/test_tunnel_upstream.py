@@ -2,9 +2,11 @@
 
 'IPv4/IPv6 vxlan tunnel - {no offload, ip, tcp, udp, IPv6 tcp, IPv6 udp csum
 offload}': traffic from p1 is rewritten, pushed into VXLAN port t1 and leaves
-the underlay port p2.  Every forward of every upstream test is one id here,
-and every frame is compared in full with the model's (upstream checks the last
-pcap line after each forward).
+the underlay port p2.  Upstream's sequences, faithfully (one daemon each, all
+forwards in order), are cases/test_tunnel_sequences.py.  Here, on top, every
+forward of every upstream test is one id on a shared bench whose datapath
+flows are purged first (so its packet is always a miss), and every frame is
+compared in full with the model's.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -23,7 +23,8 @@ MAX_XFAIL_LINES = 24  # the xfail reason quotes the diff; the step keeps all of 
 def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected, *,
                     title: str = "", steps: list[Step] | None = None,
                     timeout: float = DEFAULT_TIMEOUT,
-                    second_opinion: Tshark | None = None) -> list[bytes]:
+                    second_opinion: Tshark | None = None,
+                    send: Callable[[list[bytes]], None] | None = None) -> list[bytes]:
     """Returns the captured frames; raises FrameMismatch naming layer and field.
 
     Completion is established, not assumed: we wait until the rx port's datapath
@@ -31,6 +32,10 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
     which finishes a batch before it answers the next control request), and
     until at least the expected number of frames left.  Surplus frames are
     therefore caught, and a drop is a zero-frame expectation like any other.
+
+    `send` replaces rx.send(frames): a case that hands the datapath the packet
+    the way upstream does (an ODP flow string, a queue id) still states the
+    frames that go in, for the model and the record.
     """
     crash = next((b for b in expected.bugs if b.crash), None)
     sandbox = getattr(rx, "sb", None)
@@ -50,7 +55,7 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
                 captured=[f.hex() for f in captured], ok=not lines, diff=lines,
                 csum_state=expected.csum_state, notes=expected.notes + list(notes),
                 bugs=bugs or {}))
-    rx.send(frames)
+    (send or rx.send)(frames)
     not_taken: WaitTimeout | None = None
     try:
         try:
@@ -112,3 +117,44 @@ def tshark_disagrees(checker: Tshark, captured: list[bytes],
             f"{proto} {'/'.join(v)}" for proto, v in seen.items() if v))
         lines += [f"frame {i}: second opinion: {d}" for d in disagreements(state, seen)]
     return lines, notes
+
+
+def expect_frames(tx: Port, expected: Expected, *, sent: list[bytes], rx_name: str,
+                  title: str = "", steps: list[Step] | None = None,
+                  timeout: float = DEFAULT_TIMEOUT, second_opinion: Tshark | None = None,
+                  done: Callable[[], bool] | None = None) -> list[bytes]:
+    """The receiving half of send_and_expect, for sequences that send on their own
+    (several ports, ODP flow strings, packets crossing a linked pair of dummies).
+
+    Waits until `done()` says the datapath finished with what was sent (when
+    given) and at least the expected number of frames left `tx`; then every
+    frame that left since the last call is compared with the model's, and the
+    step recorded.  Returns the captured frames; raises FrameMismatch."""
+    captured: list[bytes] = []
+
+    def enough() -> bool:
+        captured.extend(tx.read_tx())
+        return len(captured) >= len(expected.frames) and (done is None or bool(done()))
+    try:
+        wait_until(enough, timeout, what=f"{len(expected.frames)} frame(s) on {tx.name}",
+                   describe=lambda: f"{len(captured)} arrived")
+    except WaitTimeout:
+        pass  # the comparison says what is missing
+    captured.extend(tx.read_tx())
+    verdict = expected.judge(captured)
+    expected, lines = verdict.expected, list(verdict.lines)
+    opinion: list[str] = []
+    if not lines and second_opinion is not None:
+        lines, opinion = tshark_disagrees(second_opinion, captured, expected)
+    if steps is not None:
+        steps.append(Step(title=title, rx_port=rx_name, tx_port=tx.name,
+                          sent=[f.hex() for f in sent], expected=[f.hex() for f in expected.frames],
+                          captured=[f.hex() for f in captured], ok=not lines, diff=lines,
+                          csum_state=expected.csum_state, notes=expected.notes + opinion,
+                          bugs=verdict.bugs))
+    if verdict.status == "known":
+        pytest.xfail(verdict.xfail_reason(MAX_XFAIL_LINES))
+    if lines:
+        raise FrameMismatch(expected.frames, captured, lines,
+                            context=f"{title}: {rx_name} -> {tx.name}" if title else "")
+    return captured

@@ -92,6 +92,104 @@ def filter_hw_packet_netdev_dummy(text: str) -> str:
     return _grep_dbg(text, r"dpif_offload_dummy.*: packet:.*with mark")
 
 
+# -- pmd.at's helpers ----------------------------------------------------------------
+
+
+def _awk_fields(line: str) -> list[str]:
+    """awk's $1..$NF (split on blanks and tabs); index 0 is $0."""
+    return [line, *line.split()]
+
+
+def _awk_field(fields: list[str], n: int) -> str:
+    return fields[n] if n < len(fields) else ""
+
+
+def sed_numa_core(text: str) -> str:
+    """SED_NUMA_CORE_PATTERN: 'numa_id N core_id M:' -> 'numa_id <cleared> core_id <cleared>:'."""
+    return _join(_sub_lines(text, [(r"(numa_id )[0-9]*( core_id )[0-9]*:",
+                                    r"\1<cleared>\2<cleared>:")]))
+
+
+def parse_pmd_rxq_show(text: str) -> str:
+    """parse_pmd_rxq_show: one 'port rxq numa core' line per rxq, sorted."""
+    numa = core = ""
+    out = []
+    for line in text.splitlines():
+        f = _awk_fields(line)
+        if "pmd thread" in line:
+            numa, core = _awk_field(f, 4), _awk_field(f, 6)[:-1]
+        if line.startswith("  port:"):
+            out.append(" ".join((_awk_field(f, 2), _awk_field(f, 4), numa, core)))
+    return _join(sorted(out))
+
+
+def join_avail_lines(text: str) -> str:
+    """awk '/AVAIL$/ { printf("%s\\t", $0); next } 1': a line ending in AVAIL is
+    joined to the next one by a tab."""
+    out, pending = [], ""
+    for line in text.splitlines():
+        if line.endswith("AVAIL"):
+            pending += line + "\t"
+            continue
+        out.append(pending + line)
+        pending = ""
+    return _join(out) + pending
+
+
+def parse_pmd_rxq_show_group(text: str) -> str:
+    """parse_pmd_rxq_show_group: 'port: NAME queue-id: Q1 Q2 Q3 Q4' per core line."""
+    out = []
+    for line in text.split("\n"):
+        if "port:" in line:
+            f = _awk_fields(line)
+            out.append(" ".join(_awk_field(f, n) for n in (1, 2, 3, 4, 13, 22, 31)))
+    return _join(out)
+
+
+def flow_dump_prepend_pmd(text: str) -> str:
+    """flow_dump_prepend_pmd: each flow prefixed with its pmd's core id (-1: main), sorted."""
+    pmd_id = ""
+    out = []
+    for line in text.splitlines():
+        if "flow-dump from the main" in line:
+            pmd_id = "-1"
+            continue
+        if "flow-dump from pmd" in line:
+            pmd_id = _awk_field(_awk_fields(line), 7)
+            continue
+        out.append(f"{pmd_id} {line}")
+    return _join(sorted(out))
+
+
+def strip_hw_offload(text: str) -> str:
+    """dpif-netdev.at's strip_hw_offload (dpctl/dump-flows -m)."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("flow-dump from"):
+            continue
+        for pat, rep in ((r"ufid:[-0-9a-f]*,", ""), (r"used:[0-9.][0-9.]*", "used:0.0")):
+            line = re.sub(pat, rep, line, count=1)
+        line = re.sub(r"[^,]*\(0/0\),", "", line)
+        for pat, rep in ((r"eth\([^)]*\)", "eth()"), (r"ipv4\([^)]*\)", "ipv4()"),
+                         (r"udp\([^)]*\)", "udp()"), (r", dp-extra-info.*", "")):
+            line = re.sub(pat, rep, line, count=1)
+        lines.append(line.lstrip())
+    return _join(sorted(lines))
+
+
+def bre(pattern: str) -> str:
+    """A grep (POSIX basic) pattern as a Python regex: ( ) { } | + ? are literal there."""
+    return re.sub(r"([(){}|+?])", r"\\\1", pattern)
+
+
+def offload_counters(text: str, port: str = "p1") -> str:
+    """`ovs-appctl --format json dpif/offload/show | sed 's/.*"PORT":{\\([^}]*\\)}.*/\\1/;
+    s/,/\\n/g; s/"//g' | sed -n '/^rx_offload_/p' | sort`."""
+    body = re.sub(rf'.*"{re.escape(port)}":\{{([^}}]*)\}}.*', r"\1", text.rstrip("\n"), count=1)
+    lines = body.replace(",", "\n").replace('"', "").splitlines()
+    return _join(sorted(ln for ln in lines if ln.startswith("rx_offload_")))
+
+
 _OFCTL_STRIP = [(r" \(xid=0x[0-9a-fA-F]*\)", ""), (r" duration=[0-9.]*s,", ""),
                 (r" cookie=0x0,", ""), (r" table=0,", ""), (r" n_packets=0,", ""),
                 (r" n_offload_packets=[0-9]*,", ""), (r" n_bytes=0,", ""),

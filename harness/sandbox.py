@@ -209,6 +209,9 @@ class Sandbox:
         # Set when a case expects ovs-vswitchd to die (a known OVS bug): its death
         # and the abort in the log are then the expected outcome, not an error.
         self.expected_crash: str | None = None
+        # OVS_VSWITCHD_STOP's OVS_CHECK_BATCH_GROW(): the dp_packet_batch_grow counter
+        # at stop (0 unless a case expects batches to grow; None: not checked).
+        self.expected_batch_grow: int | None = 0
         self._log_offset = 0
 
     # -- lifecycle ---------------------------------------------------------
@@ -266,6 +269,8 @@ class Sandbox:
             bad = self.log_problems()
             if bad:
                 errors.append("unexpected lines in the daemon logs:\n" + "\n".join(bad))
+            if self.expected_batch_grow is not None:
+                errors += self._batch_grow_problem(self.expected_batch_grow)
         for daemon, cmd in ((self.vswitchd, ["exit", "--cleanup"]), (self.ovsdb, ["exit"])):
             if daemon is None:
                 continue
@@ -276,6 +281,19 @@ class Sandbox:
         self.vswitchd = self.ovsdb = None
         if errors:
             raise SandboxError("\n\n".join(errors))
+
+    def _batch_grow_problem(self, expected: int) -> list[str]:
+        """Counters reach the total once a second per thread: move the clock that
+        second first (upstream's slow tools give it that time), then read."""
+        try:
+            self.appctl("time/warp", "1000")
+            grow = self.coverage("dp_packet_batch_grow")
+        except AssertionError as exc:
+            return [f"dp_packet_batch_grow unreadable at stop: {exc}"]
+        if grow != expected:
+            return [f"OVS_CHECK_BATCH_GROW at stop: dp_packet_batch_grow is {grow}, "
+                    f"expected {expected}"]
+        return []
 
     def kill(self) -> None:
         for daemon in (self.vswitchd, self.ovsdb):
@@ -315,8 +333,31 @@ class Sandbox:
 
     def mark_log(self) -> None:
         """Later log_lines() calls start from here."""
+        self._log_offset = self.log_position()
+
+    def log_position(self) -> int:
+        """Where the vswitchd log ends now (upstream's get_log_next_line_num)."""
         path = self.rundir / "ovs-vswitchd.log"
-        self._log_offset = path.stat().st_size if path.exists() else 0
+        return path.stat().st_size if path.exists() else 0
+
+    def lines_since(self, position: int) -> list[str]:
+        """The vswitchd log lines written after `position` (tail -n +LINE)."""
+        try:
+            with open(self.rundir / "ovs-vswitchd.log", "rb") as f:
+                f.seek(position)
+                return f.read().decode(errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def wait_log(self, pattern: str, since: int = 0, count: int = 1,
+                 timeout: float = 10.0) -> list[str]:
+        """OVS_WAIT_UNTIL([tail -n +LINE ovs-vswitchd.log | grep PATTERN]): wait until
+        `count` lines after `since` match the regex; returns the matching lines."""
+        def found() -> list[str]:
+            self.assert_alive()
+            hits = [ln for ln in self.lines_since(since) if re.search(pattern, ln)]
+            return hits if len(hits) >= count else []
+        return wait_until(found, timeout, what=f"{count} log line(s) matching {pattern!r}")
 
     # -- control -----------------------------------------------------------
 
@@ -343,6 +384,11 @@ class Sandbox:
                          command, *args], rc, out, err)
         self.transcript.add(result, time.perf_counter() - started)
         return result
+
+    def appctl_tool(self, *args: str) -> Result:
+        """A forked ovs-appctl, for what the in-process client cannot say
+        (`--format json` is an option of the tool's own connection)."""
+        return self._tool([self.install.tool("ovs-appctl"), *args])
 
     def dpctl(self, command: str, *args: str) -> Result:
         return self.appctl(f"dpctl/{command}", *args)

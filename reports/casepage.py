@@ -56,6 +56,7 @@ def case_view(entry: Entry, out_dir: str) -> dict[str, Any]:
         "message": message(case),
         "duration": format_seconds(case.duration),
         "upstream": case.upstream or "",
+        "upstream_file": (case.upstream_file or "dpif-netdev.at") if case.upstream else "",
         "backend": case.backend,
         "run": case.run,
         "params": sorted(case.params.items()),

@@ -23,6 +23,7 @@ from harness.runtime import host_path
 from reports.dissect import DissectError, dissect, write_pcap
 from reports.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step,
                              case_slug, known_bug_status)
+from reports.upstream import DEFAULT_FILE
 
 RECORD_KEY = pytest.StashKey[CaseRecord]()
 RUN_INFO_KEY = pytest.StashKey[dict[str, Any]]()
@@ -145,6 +146,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "teardown":
         info = item.config.stash.get(RUN_INFO_KEY, None)
         record.upstream = record.upstream or _upstream_of(item)
+        if record.upstream and not record.upstream_file:
+            record.upstream_file = _upstream_file_of(item)
         if not record.backend and info:
             record.backend = info["backend"]
         config = item.config
@@ -220,6 +223,19 @@ def _upstream_of(item: pytest.Item) -> str | None:
     module = getattr(item, "module", None)
     value = getattr(module, "upstream", None)
     return _as_title(value) if value else None
+
+
+def _upstream_file_of(item: pytest.Item) -> str:
+    """The upstream file of the case's titles: user_properties, the marker's `file`
+    keyword, the module's `upstream_file`; dpif-netdev.at by default."""
+    for key, value in item.user_properties:
+        if key == "upstream_file" and value:
+            return str(value)
+    marker = item.get_closest_marker("upstream")
+    if marker is not None and marker.kwargs.get("file"):
+        return str(marker.kwargs["file"])
+    module = getattr(item, "module", None)
+    return str(getattr(module, "upstream_file", None) or DEFAULT_FILE)
 
 
 def _as_title(value: object) -> str:

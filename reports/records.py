@@ -84,6 +84,8 @@ class CaseRecord:
     duration: float = 0.0
     params: dict[str, str] = field(default_factory=dict)
     upstream: str | None = None
+    # The upstream file of those titles ("dpif-netdev.at", "pmd.at", ...); None in old records.
+    upstream_file: str | None = None
     longrepr: str = ""
     backend: str = ""
     commands: list[Command] = field(default_factory=list)

@@ -1,8 +1,10 @@
-"""Traceability: each upstream dpif-netdev.at test, the pytest ids reproducing it, their status.
+"""Traceability: each upstream test, file by file, the pytest ids reproducing it, their status.
 
-A case names its upstream test(s) with `@pytest.mark.upstream(TITLE)`.  Every one
-of the 48 upstream tests gets a row, reproduced or not; a title no upstream
-test has (a typo, or a test of another suite) is listed apart so it is noticed.
+A case names its upstream test(s) with `@pytest.mark.upstream(TITLE, file=FILE)`.
+Every test of every file in reports/upstream.py gets a row, reproduced or not;
+a title its file does not have (a typo, or a test of another suite) is listed
+apart so it is noticed.  Records written before cases named their file count
+as dpif-netdev.at.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 from reports.index import Entry, outcome_counts
 from reports.records import OUTCOME_ORDER, outcome_rank
-from reports.upstream import SOURCE, TITLES, UPSTREAM_TESTS, split_titles
+from reports.upstream import DEFAULT_FILE, FILES, RELEASE, UpstreamTest, split_titles
 
 MAX_IDS_PER_TEST = 200
 
@@ -28,24 +30,35 @@ def _status(outcomes: list[str]) -> str:
     return worst(outcomes)
 
 
-def trace_rows(entries: list[Entry]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(one row per upstream test in suite order, rows for titles upstream does not have)."""
-    by_title: dict[str, list[Entry]] = {}
+def _by_key(entries: list[Entry]) -> dict[tuple[str, str], list[Entry]]:
+    """(file, title) -> the entries naming it."""
+    found: dict[tuple[str, str], list[Entry]] = {}
     for entry in entries:
+        file = entry.case.upstream_file or DEFAULT_FILE
         for title in split_titles(entry.case.upstream):
-            by_title.setdefault(title, []).append(entry)
-    rows = [_row(number, title, by_title.get(title, [])) for number, title in UPSTREAM_TESTS]
-    unknown = [_row(None, title, found) for title, found in sorted(by_title.items())
-               if title not in TITLES]
+            found.setdefault((file, title), []).append(entry)
+    return found
+
+
+def trace_rows(entries: list[Entry], file: str = DEFAULT_FILE
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(one row per upstream test of `file` in suite order, rows for titles the file lacks)."""
+    found = _by_key(entries)
+    tests = FILES.get(file, ())
+    rows = [_row(test, test.title, found.get((file, test.title), [])) for test in tests]
+    known = {t.title for t in tests}
+    unknown = [_row(None, title, hits) for (f, title), hits in sorted(found.items())
+               if f == file and title not in known]
     return rows, unknown
 
 
-def _row(number: int | None, title: str, found: list[Entry]) -> dict[str, Any]:
+def _row(test: UpstreamTest | None, title: str, found: list[Entry]) -> dict[str, Any]:
     outcomes = [e.case.outcome for e in found]
     shown = sorted(found, key=lambda e: (outcome_rank(e.case.outcome), e.case.nodeid))
     return {
-        "number": number if number is not None else "",
+        "number": test.number if test is not None else "",
         "title": title,
+        "since": test.since if test is not None else "",
         "status": _status(outcomes),
         "counts": [(o, n) for o, n in outcome_counts([e.case for e in found])],
         "ids": [{"nodeid": e.case.nodeid, "outcome": e.case.outcome, "page": e.page,
@@ -54,17 +67,38 @@ def _row(number: int | None, title: str, found: list[Entry]) -> dict[str, Any]:
     }
 
 
-def trace_context(entries: list[Entry]) -> dict[str, Any]:
-    rows, unknown = trace_rows(entries)
+def _section(file: str, rows: list[dict[str, Any]], unknown: list[dict[str, Any]]
+             ) -> dict[str, Any]:
     statuses = Counter(row["status"] for row in rows)
     reproduced = sum(1 for row in rows if row["status"] != "missing")
     return {
-        "source": SOURCE,
+        "file": file,
+        "anchor": file.replace(".", "-"),
+        "source": f"tests/{file} ({RELEASE})",
         "rows": rows,
         "unknown": unknown,
         "total": len(rows),
         "reproduced": reproduced,
+        "passing": sum(1 for row in rows if row["status"] == "passed"),
         "missing": len(rows) - reproduced,
         "statuses": [(o, statuses[o]) for o in (*OUTCOME_ORDER, "missing") if statuses[o]],
+    }
+
+
+def trace_context(entries: list[Entry]) -> dict[str, Any]:
+    """One section per upstream file, plus the files cases name that we do not list."""
+    sections = [_section(file, *trace_rows(entries, file)) for file in FILES]
+    found = _by_key(entries)
+    for file in sorted({f for f, _ in found} - set(FILES)):
+        rows = [_row(None, title, hits) for (f, title), hits in sorted(found.items()) if f == file]
+        sections.append(_section(file, [], rows))
+    total = sum(s["total"] for s in sections)
+    reproduced = sum(s["reproduced"] for s in sections)
+    return {
+        "sections": sections,
+        "total": total,
+        "reproduced": reproduced,
+        "passing": sum(s["passing"] for s in sections),
+        "missing": total - reproduced,
         "untraced": sum(1 for e in entries if not e.case.upstream),
     }

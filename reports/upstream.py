@@ -1,65 +1,127 @@
-"""The 48 tests of upstream OVS tests/dpif-netdev.at (OVS 4.0.0), by test number.
+"""The upstream OVS autotest files this suite reproduces, test by test.
 
-Titles are exactly the AT_SETUP titles, with the m4 macro argument (dummy or
-dummy-pmd) expanded; the numbers are those of OVS 4.0.0's main test suite.
-Cases name the test they reproduce with `@pytest.mark.upstream(TITLE)`.
+For each file, every test in suite order as (number, title, since): titles are
+exactly the AT_SETUP titles, with m4 macro arguments (dummy, dummy-pmd)
+expanded; numbers are those of OVS 4.0.0's main test suite (`testsuite -l`);
+`since` names the OVS release a test first appears in when that is newer than
+3.7.0 (empty otherwise).
+
+A case names the test it reproduces with
+`@pytest.mark.upstream(TITLE, file="pmd.at", since="4.0")`; `file` defaults
+to DEFAULT_FILE.
 """
 from __future__ import annotations
 
-SOURCE = "tests/dpif-netdev.at (Open vSwitch 4.0.0)"
+from dataclasses import dataclass
 
-UPSTREAM_TESTS: tuple[tuple[int, str], ...] = (
-    (1093, "dpif-netdev - netdev-dummy/receive"),
-    (1094, "dpif-netdev - dummy interface"),
-    (1095, "dpif-netdev - dummy-pmd interface"),
-    (1096, "dpif-netdev - miss upcall key matches flow_install - dummy"),
-    (1097, "dpif-netdev - miss upcall key matches flow_install - dummy-pmd"),
-    (1098, "dpif-netdev - datapath flow modification - dummy"),
-    (1099, "dpif-netdev - datapath flow modification - dummy-pmd"),
-    (1100, "dpif-netdev - miss upcall key matches flow_dump - dummy"),
-    (1101, "dpif-netdev - miss upcall key matches flow_dump - dummy-pmd"),
-    (1102, "dpif-netdev - meters"),
-    (1103, "dpif-netdev - partial hw offload - dummy"),
-    (1104, "dpif-netdev - partial hw offload - dummy-pmd"),
-    (1105, "dpif-netdev - partial hw offload with packet modifications - dummy"),
-    (1106, "dpif-netdev - partial hw offload with packet modifications - dummy-pmd"),
-    (1107, "dpif-netdev - partial hw offload with arp vlan id packet modifications - dummy"),
-    (1108, "dpif-netdev - partial hw offload with arp vlan id packet modifications - dummy-pmd"),
-    (1109, "dpif-netdev - full hw offload - dummy-pmd"),
-    (1110, "dpif-netdev - full hw offload - tunnel entropy - dummy-pmd"),
-    (1111, "dpif-netdev - check dpctl/add-flow in_port exact match"),
-    (1112, "dpif-netdev - check dpctl/add-flow wider ip match"),
-    (1113, "dpif-netdev - mega flow ufid uniqueness for different wildcards"),
-    (1114, "dpif-netdev - check tx packet checksum offloading"),
-    (1115, "dpif-netdev - tx packet steering"),
-    (1116, "dpif-netdev - ip csum offload"),
-    (1117, "dpif-netdev - tcp csum offload"),
-    (1118, "dpif-netdev - tcp csum offload (simple match)"),
-    (1119, "dpif-netdev - udp csum offload"),
-    (1120, "dpif-netdev - IPv6 tcp csum offload"),
-    (1121, "dpif-netdev - IPv6 udp csum offload"),
-    (1122, "dpif-netdev - IPv4 vxlan tunnel - no offload"),
-    (1123, "dpif-netdev - IPv4 vxlan tunnel - ip csum offload"),
-    (1124, "dpif-netdev - IPv4 vxlan tunnel - tcp csum offload"),
-    (1125, "dpif-netdev - IPv4 vxlan tunnel - udp csum offload"),
-    (1126, "dpif-netdev - IPv4 vxlan tunnel - IPv6 tcp csum offload"),
-    (1127, "dpif-netdev - IPv4 vxlan tunnel - IPv6 udp csum offload"),
-    (1128, "dpif-netdev - IPv6 vxlan tunnel - no offload"),
-    (1129, "dpif-netdev - IPv6 vxlan tunnel - ip csum offload"),
-    (1130, "dpif-netdev - IPv6 vxlan tunnel - tcp csum offload"),
-    (1131, "dpif-netdev - IPv6 vxlan tunnel - udp csum offload"),
-    (1132, "dpif-netdev - IPv6 vxlan tunnel - IPv6 tcp csum offload"),
-    (1133, "dpif-netdev - IPv6 vxlan tunnel - IPv6 udp csum offload"),
-    (1134, "dpif-netdev - conntrack"),
-    (1135, "dpif-netdev - tso"),
-    (1136, "dpif-netdev - tunnel tso fallback"),
-    (1137, "dpif-netdev - tso + check_pkt_len"),
-    (1138, "dpif-netdev - tso + dynamic packet batch grow"),
-    (1139, "dpif-netdev - tso + dual tunnel encap"),
-    (1140, "dpif-netdev - revalidators handle dp modification fail correctly"),
-)
+RELEASE = "Open vSwitch 4.0.0"
+DEFAULT_FILE = "dpif-netdev.at"
 
+
+@dataclass(frozen=True)
+class UpstreamTest:
+    number: int
+    title: str
+    since: str = ""  # first release with this test, when newer than 3.7.0
+
+
+def _numbered(first: int, titles: list[str], new: frozenset[str] = frozenset()
+              ) -> tuple[UpstreamTest, ...]:
+    return tuple(UpstreamTest(first + i, t, "4.0" if t in new else "")
+                 for i, t in enumerate(titles))
+
+
+_DPIF = [
+    "dpif-netdev - netdev-dummy/receive",
+    "dpif-netdev - dummy interface",
+    "dpif-netdev - dummy-pmd interface",
+    "dpif-netdev - miss upcall key matches flow_install - dummy",
+    "dpif-netdev - miss upcall key matches flow_install - dummy-pmd",
+    "dpif-netdev - datapath flow modification - dummy",
+    "dpif-netdev - datapath flow modification - dummy-pmd",
+    "dpif-netdev - miss upcall key matches flow_dump - dummy",
+    "dpif-netdev - miss upcall key matches flow_dump - dummy-pmd",
+    "dpif-netdev - meters",
+    "dpif-netdev - partial hw offload - dummy",
+    "dpif-netdev - partial hw offload - dummy-pmd",
+    "dpif-netdev - partial hw offload with packet modifications - dummy",
+    "dpif-netdev - partial hw offload with packet modifications - dummy-pmd",
+    "dpif-netdev - partial hw offload with arp vlan id packet modifications - dummy",
+    "dpif-netdev - partial hw offload with arp vlan id packet modifications - dummy-pmd",
+    "dpif-netdev - full hw offload - dummy-pmd",
+    "dpif-netdev - full hw offload - tunnel entropy - dummy-pmd",
+    "dpif-netdev - check dpctl/add-flow in_port exact match",
+    "dpif-netdev - check dpctl/add-flow wider ip match",
+    "dpif-netdev - mega flow ufid uniqueness for different wildcards",
+    "dpif-netdev - check tx packet checksum offloading",
+    "dpif-netdev - tx packet steering",
+    "dpif-netdev - ip csum offload",
+    "dpif-netdev - tcp csum offload",
+    "dpif-netdev - tcp csum offload (simple match)",
+    "dpif-netdev - udp csum offload",
+    "dpif-netdev - IPv6 tcp csum offload",
+    "dpif-netdev - IPv6 udp csum offload",
+    *(f"dpif-netdev - IPv{ul} vxlan tunnel - {kind}" for ul in (4, 6) for kind in (
+        "no offload", "ip csum offload", "tcp csum offload", "udp csum offload",
+        "IPv6 tcp csum offload", "IPv6 udp csum offload")),
+    "dpif-netdev - conntrack",
+    "dpif-netdev - tso",
+    "dpif-netdev - tunnel tso fallback",
+    "dpif-netdev - tso + check_pkt_len",
+    "dpif-netdev - tso + dynamic packet batch grow",
+    "dpif-netdev - tso + dual tunnel encap",
+    "dpif-netdev - revalidators handle dp modification fail correctly",
+]
+# Not in v3.7.0's tests/dpif-netdev.at.
+_DPIF_NEW = frozenset({
+    "dpif-netdev - full hw offload - dummy-pmd",
+    "dpif-netdev - full hw offload - tunnel entropy - dummy-pmd",
+    "dpif-netdev - mega flow ufid uniqueness for different wildcards",
+    "dpif-netdev - tso + dynamic packet batch grow",
+    "dpif-netdev - tso + dual tunnel encap",
+})
+
+_PMD = [f"PMD - {t}" for t in (
+    "creating a thread/add-port", "multiqueue support", "pmd-cpu-mask/distribution of rx queues",
+    "pmd-cpu-mask - dual NUMA", "pmd-cpu-mask - multi NUMA", "stats",
+    "pmd-rxq-show pmd usage time", "reconfigure n_rxq", "same flow multiple threads",
+    "change numa node", "non pmd device", "add remove ports", "rxq affinity",
+    "rxq affinity - non-isolate", "rxq affinity - NUMA", "monitor threads", "dpctl",
+    "pmd sleep", "per PMD sleep", "revalidator modify overlapping flows")]
+
+_TPP = [f"tunnel_push_pop - {t}" for t in (
+    "erspan", "action", "packet_out", "packet_out debug_slow", "local_ip configuration",
+    "underlay bridge match", "flow translation on unrelated bridges", "VXLAN access port",
+    "no clone when is_last_action", "use non-local port as tunnel endpoint",
+    "recirculation after encapsulation", "Mirror over tunnels", "tunnel drop",
+    "use two VTEPs in same subnet with rules")]
+
+_TPP6 = [f"tunnel_push_pop_ipv6 - {t}" for t in (
+    "srv6", "ip6gre", "ip6erspan", "action", "local_ip configuration",
+    "recirculation after encapsulation", "Mirror over tunnels")]
+
+# File name -> its tests, in suite order.  Numbers: OVS 4.0.0 `tests/testsuite -l`.
+FILES: dict[str, tuple[UpstreamTest, ...]] = {
+    "dpif-netdev.at": _numbered(1093, _DPIF, _DPIF_NEW),
+    "pmd.at": _numbered(1141, _PMD),
+    "tunnel-push-pop.at": _numbered(830, _TPP),
+    "tunnel-push-pop-ipv6.at": _numbered(844, _TPP6),
+}
+
+# Backward-compatible views of dpif-netdev.at alone.
+SOURCE = f"tests/{DEFAULT_FILE} ({RELEASE})"
+UPSTREAM_TESTS: tuple[tuple[int, str], ...] = tuple((t.number, t.title)
+                                                    for t in FILES[DEFAULT_FILE])
 TITLES: frozenset[str] = frozenset(title for _, title in UPSTREAM_TESTS)
+
+
+def titles_of(file: str) -> frozenset[str]:
+    return frozenset(t.title for t in FILES.get(file, ()))
+
+
+def find(title: str, file: str = DEFAULT_FILE) -> UpstreamTest | None:
+    """The upstream test of that title in that file, if there is one."""
+    return next((t for t in FILES.get(file, ()) if t.title == title), None)
 
 
 def split_titles(upstream: str | None) -> list[str]:

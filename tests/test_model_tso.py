@@ -11,29 +11,7 @@ from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, tso_frame
 from fixtures.tunnel import FALLBACK_TUNNELS, fallback_spec
 
-Z500 = "00" * 500
-# dpif-netdev.at "tso": 2054-byte IPv4 and 2074-byte IPv6 TCP frames from a TSO
-# port (segsz 500), out of a port without TSO and then out of one with TSO.
-V4_SEGS = [
-    "0a8f394fe0738abf7e2f058408004501021c0000000040060187c0a87b02c0a87b01"
-    "d47814510000000000000000501000004dc20000" + Z500,
-    "0a8f394fe0738abf7e2f058408004501021c0001000040060186c0a87b02c0a87b01"
-    "d4781451000001f400000000501000004bce0000" + Z500,
-    "0a8f394fe0738abf7e2f058408004501021c0002000040060185c0a87b02c0a87b01"
-    "d4781451000003e8000000005010000049da0000" + Z500,
-    "0a8f394fe0738abf7e2f058408004501021c0003000040060184c0a87b02c0a87b01"
-    "d4781451000005dc000000005010000047e60000" + Z500,
-]
-V6_HDR = ("0a8f394fe0738abf7e2f058486dd60000000020806002001cafe0000000000000000000000"
-          "882001cafe000000000000000000000092d4781451")
-V6_SEGS = [V6_HDR + "000000000000000050100000edfd0000" + Z500,
-           V6_HDR + "000001f40000000050100000ec090000" + Z500,
-           V6_HDR + "000003e80000000050100000ea150000" + Z500,
-           V6_HDR + "000005dc0000000050100000e8210000" + Z500]
-V4_BIG = ("0a8f394fe0738abf7e2f05840800450107f8000000004006fbaac0a87b02c0a87b01"
-          "d478145100000000000000005010000047e60000" + Z500 * 4)
-V6_BIG = ("0a8f394fe0738abf7e2f058486dd6000000007e406002001cafe0000000000000000000000"
-          "882001cafe000000000000000000000092d4781451000000000000000050100000e8210000" + Z500 * 4)
+from fixtures.upstream_tso_vectors import V4_BIG, V4_SEGS, V6_BIG, V6_SEGS
 
 
 def big(ipv: int) -> bytes:
@@ -84,7 +62,7 @@ def test_upstream_tunnel_tso_fallback_vectors() -> None:
     from datapath.model.actions import PushTunnel
     from datapath.model.bugs import GRE_CSUM_AT_PUSH
     from harness.compare import diff_frames
-    from tests.upstream_tso_vectors import FRAMES, expand
+    from fixtures.upstream_tso_vectors import FRAMES, expand
     actions = []
     for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
         actions += [PushTunnel(fallback_spec(kind, ul, csum), str(n)), output("p1")]

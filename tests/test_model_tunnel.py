@@ -14,27 +14,7 @@ from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, with_l4_csum
 from fixtures.tunnel import INNERS, UPSTREAM_INNER, model_actions, spec, upstream_steps
 from harness.compare import diff_frames
-from tests.upstream_tunnel_vectors import TUNNEL_TESTS
-
-
-def resolve(test: dict, name: str) -> str:
-    """An expected frame by upstream's file name; 'name#k' is its k-th definition."""
-    base, _, nth = name.partition("#")
-    data = dict(test["data"])
-    defs: dict[str, list[str]] = {}
-    for source, old, new, old2, new2, result in test["subs"]:
-        src = defs[source][-1] if source in defs else data[source]
-        text = src.replace(old, new)
-        if old2:
-            text = text.replace(old2, new2)
-        defs.setdefault(result, []).append(text)
-    if base in defs:
-        versions = defs[base]
-        k = int(nth or 1)
-        if k > len(versions):
-            raise KeyError(f"{name}: upstream defines {base} only {len(versions)} time(s)")
-        return versions[k - 1]
-    return data[base]
+from fixtures.upstream_tunnel_vectors import TUNNEL_TESTS, resolve
 
 
 CASES = [(title, ul, inner) for title in TUNNEL_TESTS

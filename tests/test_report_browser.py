@@ -166,9 +166,11 @@ def test_report_of_a_real_run_in_chromium(pytester: pytest.Pytester, pytestconfi
 
         load = browser.open((out / "upstream.html").as_uri())
         assert load.errors == []
-        assert browser.evaluate("document.querySelectorAll('#trace tbody tr').length") == 48
-        assert browser.evaluate("document.querySelector('#trace tr[data-status=failed] td:nth-child(2)')"
-                                ".textContent") == "dpif-netdev - ip csum offload"
+        assert browser.evaluate("document.querySelectorAll('#trace-dpif-netdev-at tbody tr').length") == 48
+        assert browser.evaluate("document.querySelectorAll('#trace-pmd-at tbody tr').length") == 20
+        assert browser.evaluate("document.querySelectorAll('#trace-files tbody tr').length") == 4
+        assert browser.evaluate("document.querySelector('#trace-dpif-netdev-at tr[data-status=failed] "
+                                "td:nth-child(2)').textContent") == "dpif-netdev - ip csum offload"
     assert _processes_in_group(group) == [], "chromium left processes behind"
 
 

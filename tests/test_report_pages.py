@@ -180,11 +180,16 @@ def test_all_cases_option_writes_pages_for_passes(tmp_path: Path) -> None:
 def test_traceability_lists_every_upstream_test(tmp_path: Path) -> None:
     cases = [
         CaseRecord(nodeid="c.py::test_ip[a]", outcome="passed", upstream="dpif-netdev - ip csum offload"),
-        CaseRecord(nodeid="c.py::test_ip[b]", outcome="failed", upstream="dpif-netdev - ip csum offload"),
+        CaseRecord(nodeid="c.py::test_ip[b]", outcome="failed", upstream="dpif-netdev - ip csum offload",
+                   upstream_file="dpif-netdev.at"),
         CaseRecord(nodeid="c.py::test_both", outcome="passed",
                    upstream="dpif-netdev - tcp csum offload; dpif-netdev - udp csum offload"),
         CaseRecord(nodeid="c.py::test_typo", outcome="passed", upstream="dpif-netdev - tcp csum ofload"),
         CaseRecord(nodeid="c.py::test_beyond", outcome="passed"),
+        CaseRecord(nodeid="p.py::test_stats", outcome="passed", upstream="PMD - stats",
+                   upstream_file="pmd.at"),
+        # A pmd.at title under the default file is not a dpif-netdev.at test.
+        CaseRecord(nodeid="p.py::test_wrong_file", outcome="passed", upstream="PMD - dpctl"),
     ]
     rows, unknown = trace_rows(layout(cases))
     assert len(rows) == 48
@@ -194,12 +199,41 @@ def test_traceability_lists_every_upstream_test(tmp_path: Path) -> None:
     assert [c["nodeid"] for c in ip["ids"]] == ["c.py::test_ip[b]", "c.py::test_ip[a]"]
     assert by_title["dpif-netdev - udp csum offload"]["status"] == "passed"
     assert by_title["dpif-netdev - meters"]["status"] == "missing"
-    assert [row["title"] for row in unknown] == ["dpif-netdev - tcp csum ofload"]
+    assert by_title["dpif-netdev - tso + dual tunnel encap"]["since"] == "4.0"
+    assert [row["title"] for row in unknown] == ["PMD - dpctl", "dpif-netdev - tcp csum ofload"]
+    pmd_rows, pmd_unknown = trace_rows(layout(cases), "pmd.at")
+    assert len(pmd_rows) == 20 and not pmd_unknown
+    stats = {row["title"]: row for row in pmd_rows}["PMD - stats"]
+    assert stats["number"] == 1146 and stats["status"] == "passed"
     render(_run(cases), str(tmp_path))
     html = (tmp_path / "upstream.html").read_text()
-    assert "<b>3 of 48</b> upstream tests reproduced, 45 not reproduced yet" in html
-    assert html.count('data-status="missing"') == 45
-    assert "tcp csum ofload" in html[html.index('id="unknown-titles"'):]
+    assert "<b>4 of 89</b> upstream tests reproduced, 3 passing, 85 not reproduced yet" in html
+    dpif = html[html.index('<section id="dpif-netdev-at"'):html.index('<section id="pmd-at"')]
+    assert "<b>3 of 48</b> tests of tests/dpif-netdev.at" in dpif
+    assert dpif.count('data-status="missing"') == 45
+    assert "tcp csum ofload" in dpif[dpif.index('id="unknown-titles-dpif-netdev-at"'):]
+    pmd = html[html.index('<section id="pmd-at"'):html.index('<section id="tunnel-push-pop-at"')]
+    assert "<b>1 of 20</b> tests of tests/pmd.at" in pmd and pmd.count('data-status="missing"') == 19
+    for file, total in (("tunnel-push-pop.at", 14), ("tunnel-push-pop-ipv6.at", 7)):
+        assert f'<tr data-file="{file}"><td><a href="#{file.replace(".", "-")}">{file}</a></td><td>{total}</td>' in html
+
+
+def test_upstream_files_are_numbered_as_the_4_0_testsuite() -> None:
+    from reports.upstream import FILES, find
+    assert [len(tests) for tests in FILES.values()] == [48, 20, 14, 7]
+    assert [t.number for t in FILES["pmd.at"]] == list(range(1141, 1161))
+    assert find("tunnel_push_pop - tunnel drop", "tunnel-push-pop.at").number == 842
+    assert find("tunnel_push_pop_ipv6 - Mirror over tunnels", "tunnel-push-pop-ipv6.at").number == 850
+    assert find("PMD - stats") is None  # dpif-netdev.at is the default file
+    new = {t.number for tests in FILES.values() for t in tests if t.since}
+    assert new == {1109, 1110, 1113, 1138, 1139}
+
+
+def test_records_without_upstream_file_still_load() -> None:
+    old = CaseRecord(nodeid="x", upstream="dpif-netdev - meters").to_json()
+    del old["upstream_file"]
+    assert CaseRecord.from_json(old).upstream_file is None
+    assert CaseRecord.from_json({**old, "upstream_file": "pmd.at"}).upstream_file == "pmd.at"
 
 
 def test_entries_get_unique_files_even_for_repeated_ids() -> None:

@@ -127,6 +127,7 @@ def test_teardown_error(bad_teardown):
 @pytest.mark.parametrize("csum", [False, True], ids=["off", "on"])
 def test_evidence(case_record, record_property, csum):
     record_property("upstream", "dpif-netdev - evidence")
+    record_property("upstream_file", "evidence.at")
     case_record.commands.append(Command(["ovs-appctl", "version"], 0, "4.0.0", "", 0.001))
     case_record.steps.append(Step("s", "p1", "p2", ["00"], ["00"], ["00"], True))
     case_record.log_excerpt.append("log line")
@@ -162,6 +163,9 @@ def test_plugin_records_every_outcome(pytester: pytest.Pytester) -> None:
     assert evidence.params == {"csum": "True"}
     assert evidence.upstream == "dpif-netdev - evidence"
     assert cases["test_pass"].upstream == "module title"
+    assert evidence.upstream_file == "evidence.at"
+    assert cases["test_pass"].upstream_file == "dpif-netdev.at"
+    assert cases["test_fail"].upstream_file == "dpif-netdev.at"
     # A passed case keeps a summary: its steps' outcome, not its commands, log or frames.
     assert evidence.compacted and evidence.commands == [] and evidence.log_excerpt == []
     assert evidence.steps[0].title == "s" and evidence.steps[0].ok

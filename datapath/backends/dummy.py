@@ -20,7 +20,8 @@ class DummyPort:
         self.name = name
         self.ofport = ofport
         self.tx_pcap = Path(sandbox.rundir) / f"{name}-tx.pcap"
-        self._options: dict[str, str] = {"tx_pcap": str(self.tx_pcap)}
+        self._pcap_option: str | None = str(self.tx_pcap)  # the tx_pcap option as set
+        self._options: dict[str, str] = {"tx_pcap": self._pcap_option}
         self.rx = RxFlags()
         self.tx = TxOffloads()
         check(sandbox.vsctl(
@@ -28,23 +29,43 @@ class DummyPort:
             f"ofport_request={ofport}", f"options:tx_pcap={self.tx_pcap}"))
         self._reader = PcapReader(self.tx_pcap)
 
+    @classmethod
+    def existing(cls, sandbox: Sandbox, name: str, ofport: int, *, tx_pcap: bool = False,
+                 pcap_name: str | None = None) -> "DummyPort":
+        """A port some other command created (upstream's OVS_VSWITCHD_START arguments).
+        With tx_pcap, its transmitted frames are captured (an added option, capture
+        only); `pcap_name` reads a capture the port already writes instead."""
+        port = cls.__new__(cls)
+        port.sb, port.name, port.ofport = sandbox, name, ofport
+        port.tx_pcap = Path(sandbox.rundir) / (pcap_name or f"{name}-tx.pcap")
+        port.rx, port.tx = RxFlags(), TxOffloads()
+        port._pcap_option = pcap_name or (str(port.tx_pcap) if tx_pcap else None)
+        port._options = {"tx_pcap": port._pcap_option} if port._pcap_option else {}
+        if tx_pcap:
+            check(sandbox.vsctl("set", "Interface", name, f"options:tx_pcap={port.tx_pcap}"))
+        port._reader = PcapReader(port.tx_pcap)
+        return port
+
     def configure(self, rx: RxFlags | None = None, tx: TxOffloads | None = None) -> None:
         rx = self.rx if rx is None else rx
         tx = self.tx if tx is None else tx
         if rx.tso_segsz and tx.tso_segsz and rx.tso_segsz != tx.tso_segsz:
             raise BackendError(f"{self.name}: netdev-dummy has one ol_tso_segsz for rx and tx "
                                f"({rx.tso_segsz} != {tx.tso_segsz})")
-        want = {"tx_pcap": str(self.tx_pcap), **rx.options(), **tx.options()}
+        want = {**({"tx_pcap": self._pcap_option} if self._pcap_option else {}),
+                **rx.options(), **tx.options()}
         missing = [k for k in want if k.startswith("ol_") and k not in self.sb.install.dummy_options]
         if missing:
             raise BackendError(f"this ovs-vswitchd's netdev-dummy lacks option(s) {', '.join(missing)}")
         if want == self._options:
             self.rx, self.tx = rx, tx
             return
-        args = ["set", "Interface", self.name, *(f"options:{k}={v}" for k, v in want.items())]
+        args: list[str] = []
+        if want:
+            args = ["set", "Interface", self.name, *(f"options:{k}={v}" for k, v in want.items())]
         gone = sorted(set(self._options) - set(want))
         if gone:
-            args += ["--", "remove", "Interface", self.name, "options", *gone]
+            args += [*(["--"] if args else []), "remove", "Interface", self.name, "options", *gone]
         check(self.sb.vsctl(*args))  # returns once vswitchd applied it
         self._options, self.rx, self.tx = want, rx, tx
 
@@ -73,3 +94,13 @@ def parse_ovsdb_map(text: str) -> dict[str, str]:
         raise ValueError(f"not an OVSDB map: {text!r}")
     return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
             for m in re.finditer(r'([\w:.-]+)=(?:"((?:[^"\\]|\\.)*)"|([^,}\s]+))', body)}
+
+
+def wait_connected(sandbox: Sandbox, *names: str, timeout: float = 10.0) -> None:
+    """Wait until each dummy with a `stream=` link reports it connected
+    (netdev-dummy/conn-state; the `pstream=` side only says "unknown"): frames
+    sent before that are lost."""
+    from harness.wait import wait_until
+    for name in names:
+        wait_until(lambda n=name: check(sandbox.appctl("netdev-dummy/conn-state", n)).stdout
+                   == f"{n}: connected\n", timeout, what=f"{name}'s stream to connect")

@@ -106,6 +106,23 @@ class SetL4Port(Action):
 
 
 @dataclass(frozen=True)
+class SetVlanVid(Action):
+    """mod_vlan_vid on a tagged frame: the 802.1Q tag's 12-bit VID changes; PCP and
+    DEI stay (IEEE 802.1Q; OVS may do it as pop_vlan,push_vlan with the same PCP)."""
+
+    vid: int
+
+    def ofctl(self) -> str:
+        return f"mod_vlan_vid:{self.vid}"
+
+    def apply(self, pkt: Packet) -> None:
+        if len(pkt.data) < 18 or pkt.u16(12) != 0x8100:
+            raise NotImplementedError("model: mod_vlan_vid on an untagged frame (a push)")
+        pkt.put16(14, (pkt.u16(14) & 0xF000) | (self.vid & 0x0FFF))
+        pkt.notes.append(f"{self.ofctl()}: VLAN id {self.vid}, PCP and DEI kept")
+
+
+@dataclass(frozen=True)
 class PushTunnel(Action):
     """What output to a native tunnel port does: push the tunnel header.
 

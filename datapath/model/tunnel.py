@@ -71,10 +71,16 @@ class TunnelSpec:
     erspan_hwid: int = 0
     srv6_segs: tuple[str, ...] = ()  # default: the remote IP as the only segment
     flow_label: str = "zero"  # outer IPv6 flow label: zero, copy, compute (SRv6 option)
+    # Who picks the UDP source port: "range" (tnl/egress_port_range, see udp_src), or
+    # "dummy-offload": with hw-offload on, the dummy offload provider picks it from
+    # the inner frame (the low 16 bits of its 32-bit FNV-1a hash) and ignores the range.
+    entropy: str = "range"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise TunnelError(f"unknown tunnel type {self.kind!r}: one of {', '.join(KINDS)}")
+        if self.entropy not in ("range", "dummy-offload"):
+            raise TunnelError(f"unknown source port choice {self.entropy!r}")
         if self.underlay != ipaddress.ip_address(self.remote_ip).version:
             raise TunnelError("local and remote IP of a tunnel must be the same family")
         if self.kind == "srv6" and self.underlay != 6:
@@ -129,6 +135,14 @@ def _inner_vlan(pkt: Packet) -> tuple[int, int]:
         tci = pkt.u16(14)
         return tci & 0xFFF, tci >> 13
     return 0, 0
+
+
+def fnv1a_32(data: bytes) -> int:
+    """FNV-1a, 32 bits (offset basis 2166136261, prime 16777619)."""
+    value = 2166136261
+    for byte in data:
+        value = ((value ^ byte) * 16777619) & 0xFFFFFFFF
+    return value
 
 
 def _tunnel_header(spec: TunnelSpec, pkt: Packet, inner_len: int, inner_type: int,
@@ -203,8 +217,10 @@ def push(pkt: Packet, spec: TunnelSpec, *, seq: int = 0, timestamp: int = 0,
         inner_type = ETH_TYPE_TEB
     inner = pkt.data[strip:]
     inner_len = len(inner)
-    tnl = _tunnel_header(spec, pkt, inner_len, inner_type, seq, timestamp,
-                         spec.udp_src if udp_src is None else udp_src)
+    if udp_src is None:
+        udp_src = (fnv1a_32(bytes(inner)) & 0xFFFF if spec.entropy == "dummy-offload"
+                   else spec.udp_src)
+    tnl = _tunnel_header(spec, pkt, inner_len, inner_type, seq, timestamp, udp_src)
     proto = spec.ip_proto
     payload_len = len(tnl) + inner_len
     src = ipaddress.ip_address(spec.local_ip).packed

@@ -1,0 +1,136 @@
+"""Speed against upstream: ./ovstest bench --upstream-tree DIR [-k EXPR] [--jobs N].
+
+Given a configured and built OVS source tree (run it in a copy you may write
+to: the testsuite writes tests/testsuite.dir there), this
+
+  1. runs this project's reproductions (every id with an `upstream` marker, or
+     the -k selection of them) once, to learn which upstream tests they
+     reproduce, file by file (results.json carries title and file);
+  2. per upstream file, runs upstream's own testsuite for exactly those tests
+     (tests/testsuite -C tests AUTOTEST_PATH=... -jN NUMBERS, as `make check`
+     does), then this project's ids for the same tests, and times both;
+  3. prints the wall times and upstream/ours per file and overall, with what
+     each side checked.
+
+Stdlib only: it runs on the host (the tree's binaries are the host's), and
+starts `./ovstest suite` for our side, which seals itself as usual.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from reports.upstream import DEFAULT_FILE, find  # noqa: E402  (stdlib only)
+
+AUTOTEST_PATH = "utilities:vswitchd:ovsdb:vtep:tests:ipsec:"
+
+
+@dataclass
+class FileRun:
+    file: str
+    numbers: list[int] = field(default_factory=list)
+    nodeids: list[str] = field(default_factory=list)
+    upstream_seconds: float = 0.0
+    upstream_summary: str = ""
+    ours_seconds: float = 0.0
+    ours_summary: str = ""
+    ours_steps: int = 0
+
+
+def ours(nodeids_or_args: list[str], out: Path, jobs: int) -> tuple[float, str, dict]:
+    """Run `./ovstest suite` on these ids; (wall seconds, pytest's last line, results)."""
+    rel = out.relative_to(ROOT)  # the sealed runtime sees the checkout only
+    argv = [str(ROOT / "ovstest"), "suite", "-q", f"--out-dir={rel}",
+            *(["-n", str(jobs)] if jobs > 1 else []), *nodeids_or_args]
+    started = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    results = out / "results.json"
+    if not results.is_file():
+        sys.exit(f"our run wrote no results (rc {proc.returncode}):\n{proc.stdout[-2000:]}"
+                 f"\n{proc.stderr[-2000:]}")
+    return wall, last.strip("= "), json.loads(results.read_text())
+
+
+def upstream(tree: Path, numbers: list[int], jobs: int) -> tuple[float, str]:
+    """Upstream's testsuite for these test numbers; (wall seconds, its verdict line)."""
+    argv = ["sh", "tests/testsuite", "-C", "tests", f"AUTOTEST_PATH={AUTOTEST_PATH}",
+            f"-j{jobs}", *map(str, numbers)]
+    started = time.perf_counter()
+    proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    verdict = [ln for ln in proc.stdout.splitlines()
+               if re.search(r"tests? (were|was) (successful|run|skipped)|failed", ln)]
+    return wall, "; ".join(verdict) or f"rc {proc.returncode}"
+
+
+def discover(results: dict) -> dict[str, FileRun]:
+    """Per upstream file: the test numbers our ids reproduce, and those ids."""
+    runs: dict[str, FileRun] = {}
+    for case in results["cases"]:
+        titles = [t.strip() for t in (case.get("upstream") or "").split(";") if t.strip()]
+        file = case.get("upstream_file") or DEFAULT_FILE
+        tests = [find(t, file) for t in titles]
+        if not titles or any(t is None for t in tests):
+            continue
+        run = runs.setdefault(file, FileRun(file))
+        run.numbers += [t.number for t in tests if t is not None and t.number not in run.numbers]
+        run.nodeids.append(case["nodeid"])
+    for run in runs.values():
+        run.numbers.sort()
+    return runs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--upstream-tree", required=True, type=Path,
+                    help="a configured, built OVS source tree (a copy: the testsuite writes there)")
+    ap.add_argument("-k", dest="select", default="",
+                    help="which of our reproductions (pytest -k); default: all of them")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel jobs for both sides (default 1)")
+    args = ap.parse_args()
+    tree = args.upstream_tree.resolve()
+    if not (tree / "tests" / "testsuite").is_file() or not (tree / "vswitchd" / "ovs-vswitchd").is_file():
+        sys.exit(f"{tree}: not a built OVS tree (tests/testsuite, vswitchd/ovs-vswitchd)")
+    (ROOT / "build").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ovstest-ratio-", dir=ROOT / "build") as tmp:
+        out = Path(tmp)
+        select = ["-m", "upstream", *(["-k", args.select] if args.select else []), "cases"]
+        wall_all, last, results = ours(select, out / "all", args.jobs)
+        runs = discover(results)
+        print(f"ours, every selected id in one run: {wall_all:.1f} s ({last})")
+        for run in runs.values():
+            run.upstream_seconds, run.upstream_summary = upstream(tree, run.numbers, args.jobs)
+            run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, args.jobs)
+            run.ours_steps = sum(len(c.get("steps", [])) for c in res["cases"])
+            report(run)
+    total_up = sum(r.upstream_seconds for r in runs.values())
+    total_ours = sum(r.ours_seconds for r in runs.values())
+    print(f"overall: upstream {total_up:.1f} s for {sum(len(r.numbers) for r in runs.values())} "
+          f"tests, ours {total_ours:.1f} s for {sum(len(r.nodeids) for r in runs.values())} ids "
+          f"(-j{args.jobs}): ratio upstream/ours = "
+          f"{total_up / total_ours if total_ours else float('nan'):.1f}x")
+
+
+def report(run: FileRun) -> None:
+    ratio = run.upstream_seconds / run.ours_seconds if run.ours_seconds else float("nan")
+    print(f"{run.file}: {len(run.numbers)} upstream tests "
+          f"({run.numbers[0]}-{run.numbers[-1]}), upstream {run.upstream_seconds:.1f} s "
+          f"[{run.upstream_summary}]; ours {len(run.nodeids)} ids {run.ours_seconds:.1f} s "
+          f"[{run.ours_summary}; {run.ours_steps} send-and-compare steps]; "
+          f"ratio {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
