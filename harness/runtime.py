@@ -33,7 +33,7 @@ PACKAGES = [
     "openvswitch-switch", "openvswitch-switch-dpdk", "dpdk", "dpdk-dev",
     "librte-net-tap26", "librte-net-pcap26", "librte-net-null26",
     "librte-net-virtio26", "librte-net-vhost26", "librte-bus-vdev26",
-    "iproute2", "ethtool", "tcpdump", "tshark", "iperf3", "procps", "kmod",
+    "iproute2", "ethtool", "tcpdump", "tshark", "iperf3", "procps", "kmod", "iputils-ping",
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-openvswitch",
     "python3-pyroute2", "python3-pytest-xdist", "python3-pytest-timeout",
