@@ -165,7 +165,7 @@ class Sandbox:
                  vswitchd_exe: str | None = None, other_config: dict[str, str] | None = None,
                  vswitchd_preexec: Callable[[], None] | None = None,
                  stderr_allow: Iterable[str] = (), extra_env: dict[str, str] | None = None,
-                 vsctl_timeout: float = VSCTL_TIMEOUT) -> None:
+                 vsctl_timeout: float = VSCTL_TIMEOUT, system_routes: bool = False) -> None:
         """The keyword arguments after log_allow serve the real-port backends:
         `vswitchd_exe` runs another ovs-vswitchd binary (the DPDK build) under
         the usual name; `other_config` is written before vswitchd starts (for
@@ -174,7 +174,9 @@ class Sandbox:
         network namespace); `stderr_allow` adds regexes of expected start-up
         stderr lines; `extra_env` adds variables to the daemons' environment;
         `vsctl_timeout` bounds each ovs-vsctl call (a DPDK port add may spend
-        seconds filling a mempool on a loaded machine)."""
+        seconds filling a mempool on a loaded machine); `system_routes` lets
+        vswitchd read the kernel's routes (of its own network namespace: a
+        real backend's tunnels need them)."""
         self.install = install
         self.rundir = rundir
         self.transcript = transcript or Transcript()
@@ -191,6 +193,7 @@ class Sandbox:
         self.env["OVS_BINDIR"] = str(install.tools["ovs-vsctl"].parent)
         self.env.update(extra_env or {})
         self.vsctl_timeout = vsctl_timeout
+        self.system_routes = system_routes
         self.ovsdb: Daemon | None = None
         self.vswitchd: Daemon | None = None
         # Set when a case expects ovs-vswitchd to die (a known OVS bug): its death
@@ -224,7 +227,7 @@ class Sandbox:
                              *(f"other_config:{k}={v}" for k, v in self.other_config.items())))
         argv = [self.install.tool("ovs-vswitchd"), f"--enable-dummy={self.enable_dummy}"
                 if self.enable_dummy else "--enable-dummy",
-                "--disable-system", "--disable-system-route"]
+                "--disable-system", *([] if self.system_routes else ["--disable-system-route"])]
         if self.dummy_numa:
             argv.append(f"--dummy-numa={self.dummy_numa}")
         argv += [*self.vswitchd_args, "--no-chdir", "--pidfile", "--log-file",

@@ -31,7 +31,8 @@ class RealEnv:
     def __init__(self, install: OvsInstall, rundir: Path, backend: str, tso: bool,
                  transcript: Transcript, overrides: dict[str, Any] | None = None) -> None:
         """`overrides` replaces Sandbox options of the backend's (other_config is
-        merged key by key); DPDK is waited for only when dpdk-init is true."""
+        merged key by key, None removing a key); DPDK is waited for only when
+        dpdk-init is true."""
         self.backend, self.tso = backend, tso
         self.cleanup = Cleanup()  # processes and ports, before the sandbox stops
         self.ns_cleanup = Cleanup()  # namespaces, once nothing uses them
@@ -51,8 +52,9 @@ class RealEnv:
             else:
                 opts = dpdk.sandbox_options(install, self.switch_ns, tso)
             for key, value in (overrides or {}).items():
-                if key == "other_config":
-                    opts[key] = {**opts.get(key, {}), **value}  # type: ignore[dict-item]
+                if key == "other_config":  # a key set to None is left out
+                    merged = {**opts.get(key, {}), **value}  # type: ignore[dict-item]
+                    opts[key] = {k: v for k, v in merged.items() if v is not None}
                 else:
                     opts[key] = value
             self.sb = Sandbox(install, rundir, transcript, **opts)  # type: ignore[arg-type]
