@@ -148,10 +148,11 @@ def test_ping_vhost_user_client_ports(ovs_dpdk, request: pytest.FixtureRequest) 
     def stats() -> dict[str, int]:
         text = check(sb.vsctl("get", "interface", port, "statistics")).stdout
         return {k: int(v) for k, v in re.findall(r"([\w]+)=(\d+)", text)}
+    def refreshed() -> dict[str, int]:
+        now = stats()
+        return now if now.get("rx_packets", 0) >= 10 and now.get("tx_packets", 0) >= 10 else {}
     # Upstream sleeps 5 s (stats-update-interval); wait for the refresh instead.
-    got = wait_until(lambda: (lambda s: s if s.get("rx_packets", 0) >= 10
-                              and s.get("tx_packets", 0) >= 10 else None)(stats()), 30,
-                     what="the vhost statistics to count the pings",
+    got = wait_until(refreshed, 30, what="the vhost statistics to count the pings",
                      describe=lambda: str(stats()))
     for way in ("rx", "tx"):
         assert got[f"{way}_packets"] > 0 and got[f"{way}_bytes"] > 0, got
@@ -222,7 +223,9 @@ def double_vxlan_replies(frames: list[bytes]) -> list[bytes]:
 def udp_sports(frame: bytes) -> tuple[int, int]:
     """The UDP source ports OVS chose for the outer and the inner VXLAN headers."""
     pkt = Ether(frame)
-    return pkt.getlayer(IPv6, 1).sport, pkt.getlayer(IPv6, 2).sport
+    outer, inner = pkt.getlayer(IPv6, 1), pkt.getlayer(IPv6, 2)
+    assert outer is not None and inner is not None
+    return int(outer.payload.sport), int(inner.payload.sport)
 
 
 @pytest.mark.upstream("OVS-DPDK - headroom expansion", file=FILE, since="4.0")

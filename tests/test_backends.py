@@ -18,6 +18,8 @@ from datapath.backends.base import BackendError
 from datapath.backends.dpdk import net_tap_rx_flags
 from datapath.backends.kernel import (KernelPort, datapath_rx_packets, express,
                                       tx_from_status)
+from datapath.backends.offload_check import (OffloadMismatch, check_dpdk, check_kernel,
+                                             check_vhost)
 from datapath.backends.netns import (VIRTIO_NET_HDR_F_NEEDS_CSUM, Cleanup, VnetHdr,
                                      complete_needs_csum, partial_csum_frame)
 from datapath.model import csum
@@ -120,6 +122,44 @@ def test_tx_from_status() -> None:
     assert tx_from_status({}) == (TxOffloads(), False)
 
 
+def _status(**on: bool) -> dict[str, str]:
+    keys = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum_offload",
+            "tx_sctp_csum_offload", "tx_out_ip_csum_offload", "tx_out_udp_csum_offload",
+            "tx_tcp_seg_offload", "tx_vxlan_tso_offload", "tx_geneve_tso_offload",
+            "tx_gre_tso_offload")
+    return {k: "true" if on.get(k.removeprefix("tx_").removesuffix("_offload")) else "false"
+            for k in keys}
+
+
+def test_offload_mismatch_is_a_failure_naming_both_sides() -> None:
+    """OVS's Interface status against the device: DPDK capabilities, virtio
+    feature bits, ethtool features.  Agreement passes; any difference raises
+    with OVS's keys and the device's side in the message."""
+    caps = {"IPV4_CKSUM", "TCP_CKSUM", "UDP_CKSUM", "TCP_TSO"}
+    csum = _status(ip_csum=True, tcp_csum=True, udp_csum=True)
+    check_dpdk("p1", csum, caps, userspace_tso=False)
+    check_dpdk("p1", {**csum, "tx_tcp_seg_offload": "true"}, caps, userspace_tso=True)
+    with pytest.raises(OffloadMismatch, match=r"(?s)tx_tcp_seg_offload: OVS says true, the "
+                       r"driver offers TCP_TSO \(userspace TSO off\).*OVS \(Interface status\)"
+                       r".*device: tx_offload capabilities IPV4_CKSUM TCP_CKSUM TCP_TSO"):
+        check_dpdk("p1", {**csum, "tx_tcp_seg_offload": "true"}, caps, userspace_tso=False)
+    with pytest.raises(OffloadMismatch, match="tx_udp_csum_offload: OVS says false, the "
+                       "driver offers UDP_CKSUM"):
+        check_dpdk("p1", {**csum, "tx_udp_csum_offload": "false"}, caps, userspace_tso=False)
+    guest = {"features": f"{1 << 1 | 1 << 7 | 1 << 8 | 1 << 32:#x}"}
+    check_vhost("v1", {**guest, **_status(tcp_csum=True, udp_csum=True)}, userspace_tso=False)
+    with pytest.raises(OffloadMismatch, match=r"tx_tcp_csum_offload: OVS says true, the "
+                       r"negotiated features do not allow it.*\n.*\n.*\n.*no guest offloads"):
+        check_vhost("v1", {"features": "0x100000000", **_status(tcp_csum=True, udp_csum=True)},
+                    userspace_tso=False)
+    feats = {"tx-checksum-ip-generic": True, "tx-tcp-segmentation": True}
+    check_kernel("p2", _status(tcp_csum=True, udp_csum=True, tcp_seg=True), feats, True)
+    check_kernel("p2", _status(), feats, False)
+    with pytest.raises(OffloadMismatch, match=r"tx_tcp_csum_offload: OVS says true, expected "
+                       r"false(?s:.*)ethtool -k: .*userspace TSO off"):
+        check_kernel("p2", _status(tcp_csum=True, udp_csum=True), feats, False)
+
+
 class StubPort(KernelPort):
     kind = "stub"
     RX_LIMITS = "stubs stamp what they are told"
@@ -166,6 +206,7 @@ def test_root_only_backends_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert unavailable("tap", None) == ("the tap backend needs root (network namespaces, "
                                         "tap devices)")
     assert "needs root" in str(unavailable("dpdk", None))
+    assert "needs root" in str(unavailable("afxdp", None))
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     if os.path.exists("/dev/net/tun"):
         assert "ovs-vswitchd built with DPDK" in str(unavailable("dpdk", None))
@@ -182,7 +223,7 @@ def test_backend_option_parametrizes_the_topology() -> None:
     assert "test_tcp_csum_simple_match[dummy]" in proc.stdout
     assert "test_tcp_csum_simple_match[tap]" in proc.stdout
     assert "capability matrix" in proc.stdout
-    for backend in ("dummy*", "tap*", "dpdk "):
+    for backend in ("dummy*", "tap*", "dpdk ", "afxdp "):
         assert f"\n  {backend}" in proc.stdout, proc.stdout
 
 
