@@ -30,11 +30,15 @@ from harness.expect import send_and_expect
 FRAMES = ["good_frame", "bad_outer_ip", "bad_outer_csum", "bad_inner"]
 # Inner IPv4 TCP rewritten by mod_nw_dst, inner IPv6 UDP by mod_tp_dst.
 INNERS = {"in4": "tcp", "in6": "udp"}
+# Each id waits for the PMD thread's counters (published once a second): the
+# inner IPv6 variant runs on VXLAN only (the pop does not look at the inner
+# frame; the rewrite and p1's offloads do, whatever the tunnel).
 DECAP = [
     pytest.param(kind, ul, inner, on, frame, id=f"{kind}-ul{ul}-{inner}-{csum_id(on)}-{frame}")
     for kind, ul, inner, on, frame in itertools.product(
         ["vxlan", "geneve", "gre"], [4, 6], INNERS, [True, False], FRAMES)
     if not (frame == "bad_outer_ip" and ul == 6) and not (frame == "bad_outer_csum" and not on)
+    and (inner == "in4" or kind == "vxlan")
 ]
 
 

@@ -49,7 +49,8 @@ SYSTEM_AFXDP = (
 def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.upstream_dump",
-         "--collect-only", "-q", "cases/test_system_dpdk.py", "cases/test_system_dpdk_ping.py",
+         "--collect-only", "-q", "cases/test_system_dpdk.py", "cases/test_system_dpdk_mtu.py",
+         "cases/test_system_dpdk_ping.py",
          "cases/test_system_afxdp.py"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found: dict[str, set[str]] = defaultdict(set)
