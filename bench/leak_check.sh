@@ -2,7 +2,8 @@
 # Interrupt runs mid-case and check that nothing outlives them:
 #   INT  (Ctrl-C) while a DPDK case has testpmd and vhost-user ports up,
 #   TERM while an AF_XDP case has its bpffs and XDP sockets,
-#   KILL of the launcher alone during the suite (its namespaces must die with it).
+#   KILL of the launcher alone during the suite (its namespaces must die with it),
+#   INT  while Linux tunnel peers (tap backend) have veths and helpers up.
 # Afterwards no process may remain in the run's PID namespace, and the host's
 # links, mounts (bpffs included), /dev/shm and /dev/hugepages must be as before.
 set -uo pipefail
@@ -30,6 +31,7 @@ rounds=(
     "INT|dpdk-testpmd|1|cases/test_system_dpdk_ping.py -k client_ports"
     "TERM|ping|0|cases/test_system_afxdp.py -k ping"
     "KILL|ovs-vswitchd|1|"
+    "INT|ovs-vswitchd|1|--backend tap cases/test_kernel_peer.py cases/test_system_traffic.py"
 )
 for round in "${rounds[@]}"; do
     IFS='|' read -r sig want delay selection <<<"$round"

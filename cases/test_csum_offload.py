@@ -97,7 +97,7 @@ def test_tcp_csum_simple_match(two_ports) -> None:
                 CsumState.PARTIAL]
     pcts = ["0.0", "50.0", "66.7", "75.0", "80.0"]
     for hits, (state, pct) in enumerate(zip(sequence, pcts)):
-        two_ports.forward([bad], actions, rx=RxFlags(l4=state), tx=none)
+        two_ports.forward([bad], actions, rx=RxFlags(l4=state), tx=none, both=False)
         perf = check(two_ports.sb.appctl("dpif-netdev/pmd-perf-show")).stdout
         line = [ln for ln in perf.splitlines() if "Simple Match hits" in ln]
         assert line == [f"  - Simple Match hits: {hits:>11}  ({pct:>5} %)"], perf

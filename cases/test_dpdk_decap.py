@@ -16,7 +16,7 @@ import itertools
 
 import pytest
 
-from cases.test_tunnel_matrix import corrupt_outer, csum_id, inner_frame, rewrite
+from cases.test_tunnel_matrix import corrupt_outer
 from datapath import model
 from datapath.backends.kernel import flags_text
 from datapath.model import decap
@@ -24,7 +24,7 @@ from datapath.model.actions import ofctl_actions, output
 from datapath.offloads import RxFlags
 from fixtures.dpdk_tunnel import dpdk_bench_pool, dpdk_tunnel_bench  # noqa: F401
 from fixtures.frames import encapsulate
-from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, UNDERLAY, spec
+from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, UNDERLAY, csum_id, inner_frame, rewrite, spec
 from harness.expect import send_and_expect
 
 FRAMES = ["good_frame", "bad_outer_ip", "bad_outer_csum", "bad_inner"]

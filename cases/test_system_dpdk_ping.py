@@ -241,7 +241,7 @@ def test_headroom_expansion(ovs_dpdk, request: pytest.FixtureRequest) -> None:
     checksum, OVS's default there; hop limit 64; MACs of the bridges and
     next hops), the UDP source ports taken from the frame after checking they
     are in OVS's egress port range."""
-    ovs = ovs_dpdk(system_routes=True)
+    ovs = ovs_dpdk(system_route=True)
     ovs.allow(r"Failed to send start req to secondary 95",
               r"eth_dev_tap_create\(\): .*: failed to create multiq qdisc.",
               r"eth_dev_tap_create\(\):  Disabling rte flow support: No such file or directory",

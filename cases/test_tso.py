@@ -21,7 +21,8 @@ from datapath.model import gso
 from datapath.model.actions import PushTunnel, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import tso_frame
-from fixtures.tunnel import FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, fallback_spec, spec
+from fixtures.tunnel import (FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, csum_id,
+                             fallback_spec, spec)
 from harness.control import check
 from harness.expect import send_and_expect
 
@@ -77,7 +78,7 @@ def fallback_topology(sb, tunnels: list[int]):  # type: ignore[no-untyped-def]
     return p0, p1
 
 
-FALLBACK_IDS = [f"t{i + 1}-{k}-ul{u}-{'csum_on' if c else 'csum_off'}"
+FALLBACK_IDS = [f"t{i + 1}-{k}-ul{u}-{csum_id(c)}"
                 for i, (k, u, c) in enumerate(FALLBACK_TUNNELS)]
 
 
@@ -237,7 +238,7 @@ def test_tso_edges_plain(two_ports, inner: str, size: int, flags: str, tx: TxOff
 
 TUNNEL_EDGES = [
     pytest.param(kind, ul, csum, inner, size, flags, tx, rx,
-                 id=f"{kind}-ul{ul}-{'csum_on' if csum else 'csum_off'}-{inner}-{size}B-"
+                 id=f"{kind}-ul{ul}-{csum_id(csum)}-{inner}-{size}B-"
                     f"{flags}-{tx.id}-{rx}")
     for (kind, ul, csum), inner, (size, flags), tx, rx in itertools.product(
         [(k, u, c) for k in ("vxlan", "geneve", "gre") for u in (4, 6) for c in (True, False)],

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
+import scapy.contrib.erspan  # noqa: F401  (binds GRE 0x88be/0x22eb -> ERSPAN II/III)
 import scapy.contrib.geneve  # noqa: F401  (binds UDP dport 6081 -> GENEVE)
 import scapy.layers.inet  # noqa: F401  (IP, TCP, UDP, ICMP)
 import scapy.layers.inet6  # noqa: F401  (IPv6)

@@ -10,7 +10,7 @@ import pytest
 
 from datapath.backends.base import Port
 from datapath.model import Expected
-from harness.compare import FrameMismatch, compare_frames
+from harness.compare import FrameMismatch
 from harness.sandbox import DaemonDied
 from harness.tshark import Tshark, disagreements
 from harness.wait import WaitTimeout, wait_until
@@ -73,7 +73,8 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
         record([f"ovs-vswitchd died: {crash.title}"], (crash.reason(),), {crash.key: "present"})
         pytest.xfail(f"{crash.reason()}\n{str(exc).splitlines()[0]}")
     captured.extend(tx.read_tx())
-    lines = compare_frames(expected.frames, captured)
+    verdict = expected.judge(captured)
+    expected, lines = verdict.expected, list(verdict.lines)
     if not_taken is not None and not expected.frames:
         # Nothing left and nothing was expected to: that proves a drop only if
         # the datapath took the frames in the first place.
@@ -81,15 +82,11 @@ def send_and_expect(rx: Port, frames: list[bytes], tx: Port, expected: Expected,
     if stale:
         lines.insert(0, f"{len(stale)} frame(s) on {tx.name} before this step was sent "
                         "(surplus of an earlier step)")
-    known = [b for b in expected.bugs if not b.crash]
-    if lines and known and not stale and captured == expected.ovs_frames:
-        record(lines, tuple(b.reason() for b in known), {b.key: "present" for b in known})
-        shown = lines[:MAX_XFAIL_LINES] + ([f"... {len(lines) - MAX_XFAIL_LINES} more lines in "
-                                            "the step's diff"] if len(lines) > MAX_XFAIL_LINES
-                                           else [])
-        pytest.xfail("; ".join(b.reason() for b in known) + "\n" + "\n".join(shown))
-    if not lines and (crash or (known and expected.ovs_frames != expected.frames)):
-        gone = [crash] if crash else known
+    if verdict.status == "known" and not stale:
+        record(lines, tuple(b.reason() for b in expected.bugs if not b.crash), verdict.bugs)
+        pytest.xfail(verdict.xfail_reason(MAX_XFAIL_LINES))
+    if verdict.status == "gone" or (crash and not lines):
+        gone = [crash] if crash else [b for b in expected.bugs if not b.crash]
         record([b.gone() for b in gone], (), {b.key: "absent" for b in gone})
         raise FrameMismatch(expected.frames, captured, [b.gone() for b in gone],
                             context=f"{title}: {rx.name} -> {tx.name}" if title else "")

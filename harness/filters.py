@@ -90,3 +90,25 @@ def filter_hw_flow_del(text: str) -> str:
 
 def filter_hw_packet_netdev_dummy(text: str) -> str:
     return _grep_dbg(text, r"dpif_offload_dummy.*: packet:.*with mark")
+
+
+_OFCTL_STRIP = [(r" \(xid=0x[0-9a-fA-F]*\)", ""), (r" duration=[0-9.]*s,", ""),
+                (r" cookie=0x0,", ""), (r" table=0,", ""), (r" n_packets=0,", ""),
+                (r" n_offload_packets=[0-9]*,", ""), (r" n_bytes=0,", ""),
+                (r" n_offload_bytes=[0-9]*,", ""), (r" idle_age=[0-9]*,", ""),
+                (r" hard_age=[0-9]*,", ""), (r"dp_hash=0x[0-9a-f]*/", "dp_hash=0x0/"),
+                (r"recirc_id=0x[0-9a-f]*,", "recirc_id=0x0,"),
+                (r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\|", ""),
+                (r"dir/[0-9]*/br0.mgmt", "dir/XXXX/br0.mgmt")]
+
+
+def ofctl_strip(text: str) -> str:
+    """ofproto-macros.at ofctl_strip: drop what varies from run to run."""
+    return _join(_sub_lines(text, _OFCTL_STRIP))
+
+
+def strip_recirc(text: str) -> str:
+    """ofproto-macros.at strip_recirc."""
+    return _join(_sub_lines(text, [(r"recirc_id\([x0-9a-f]*\)", "recirc_id(<recirc>)"),
+                                   (r"recirc_id=[x0-9a-f]*", "recirc_id=<recirc>"),
+                                   (r"recirc\([x0-9a-f]*\)", "recirc(<recirc>)")]))

@@ -7,6 +7,9 @@ Stdlib only: this runs on the bare host before any dependency exists.
     ./ovstest bench [ARGS]          benchmarks: print timing figures (bench/)
     ./ovstest compare --baseline A --candidate B [PYTEST ARGS]
                                     the same selection on two OVS builds, and what changed
+    ./ovstest export-at ID... [--out-dir DIR] [--results FILE]
+                                    a case, or the minimal case of a known bug, as an
+                                    upstream dpif-netdev.at test plus a report (export/)
     ./ovstest provision             only build (or check) the cached runtime root
     ./ovstest shell [COMMAND...]    a shell (or one command) inside the sealed runtime
 
@@ -124,6 +127,16 @@ def out_dir_mounts(extra: list[str]) -> tuple[list[str], tuple[Path, ...]]:
     return args, tuple(rw)
 
 
+def results_mounts(extra: list[str], rw: list[Path]) -> list[str]:
+    """export-at's --results FILE: the file's directory mounted, its path inside."""
+    out = list(extra)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--results":
+            path = user_path(out[i + 1])
+            out[i + 1] = str(sealed_path(path.parent, rw) / path.name)
+    return out
+
+
 def sealed_path(value: Path, rw: list[Path]) -> Path:
     """Where a host directory the user named appears inside the seal (added to rw)."""
     path = user_path(str(value))
@@ -138,6 +151,8 @@ def inner_args(mode: str, extra: list[str]) -> list[str]:
     """python3's arguments for a mode."""
     if mode == "bench":
         return ["bench/bench_suite.py", *extra]
+    if mode == "export-at":
+        return ["-m", "export", *extra]
     targets = {"suite": ["cases"], "test": ["tests", "cases"], "compare": ["cases"]}[mode]
     # Explicit paths or node ids in the checkout replace the default targets.
     if any(not a.startswith("-") and (REPO_ROOT / a.split("::")[0]).resolve().is_relative_to(
@@ -236,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="ovstest", description=__doc__.split("\n\n")[0],
         epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
-    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "provision", "shell"])
+    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "provision", "shell",
+                                         "export-at"])
     parser.add_argument("--ovs-bindir", default=None,
                         help="the OVS to test: an install prefix, its bin/ or sbin/, or a build "
                         "tree (default: $OVS_BINDIR, else the provisioned runtime's OVS)")
@@ -276,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
         if choice.layout is not None:
             probe(root, choice)
         extra, rw = out_dir_mounts(extra)
+        if args.mode == "export-at":
+            more: list[Path] = []
+            extra = results_mounts(extra, more)
+            rw = rw + tuple(more)
         if args.mode == "shell":  # interactive, or one command line
             inner = ["/bin/bash", "-c", " ".join(extra)] if extra else ["/bin/bash", "-i"]
         else:

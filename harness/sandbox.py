@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-import ovs.unixctl.client
-
 from harness.control import Result, Transcript, check, run_tool
+from harness.crash import crash_report
 from harness.install import OvsInstall
 from harness.logscan import scan_log, startup_stderr_problems
+from harness.unixctl import UnixctlClient, UnixctlError, UnixctlTimeout
 from harness.wait import WaitTimeout, wait_until
 
 VSCTL_TIMEOUT = 10  # seconds; an unbounded ovs-vsctl hangs forever if vswitchd died
@@ -79,7 +79,7 @@ class Daemon:
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=err, start_new_session=True,
                                          preexec_fn=child_setup)
-        self._client: ovs.unixctl.client.UnixctlClient | None = None
+        self._client: UnixctlClient | None = None
 
     @property
     def ctl_path(self) -> Path:
@@ -91,10 +91,18 @@ class Daemon:
     def assert_alive(self, doing: str) -> None:
         if not self.alive():
             evidence = "\n".join(_tail(p, 2000) for p in (self.log, self.stderr_path))
+            report = self.crash_report()
             raise DaemonDied(f"{self.name} died (exit status {self.proc.returncode}) {doing}\n"
-                             f"--- tail of {self.log.name} ---\n{_tail(self.log)}\n"
+                             + (f"--- crash ---\n{report}\n" if report else "")
+                             + f"--- tail of {self.log.name} ---\n{_tail(self.log)}\n"
                              f"--- {self.stderr_path.name} ---\n{_tail(self.stderr_path)}",
                              evidence)
+
+    def crash_report(self) -> str:
+        """Why it died and its backtrace (symbolized where the binary allows), or ""."""
+        if self.alive():
+            return ""
+        return crash_report([_tail(p, 2000) for p in (self.log, self.stderr_path)])
 
     def wait_ready(self, timeout: float) -> None:
         def ready() -> bool:
@@ -105,47 +113,56 @@ class Daemon:
         except WaitTimeout as exc:
             raise SandboxError(f"{exc}\n--- tail of {self.log.name} ---\n{_tail(self.log)}") from None
 
-    def client(self) -> ovs.unixctl.client.UnixctlClient:
+    def client(self) -> UnixctlClient:
         if self._client is None:
-            error, client = ovs.unixctl.client.UnixctlClient.create(str(self.ctl_path))
-            if error:
+            try:
+                self._client = UnixctlClient(self.ctl_path)
+            except UnixctlError as exc:
                 self.assert_alive("(control socket refused)")
-                raise SandboxError(f"cannot connect to {self.ctl_path}: {os.strerror(error)}")
-            self._client = client
+                raise SandboxError(f"{self.name}: {exc}") from None
         return self._client
 
-    def transact(self, command: str, args: list[str]) -> tuple[int, str, str]:
+    def transact(self, command: str, args: list[str],
+                 timeout: float | None = None) -> tuple[int, str, str]:
         """(rc, stdout, stderr) as ovs-appctl would give them."""
-        error, reply_error, result = self.client().transact(command, args)
-        if error:
-            self._client = None
+        try:
+            result, error = self.client().transact(command, args, timeout)
+        except UnixctlTimeout as exc:
+            self._drop_client()
+            raise SandboxError(f"{self.name} (pid {self.proc.pid}) hangs: unixctl {exc}") from None
+        except UnixctlError as exc:
+            self._drop_client()
             try:  # a daemon that hung up on us is usually dying: let it finish
                 self.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
             self.assert_alive(f"during '{command}'")
-            raise SandboxError(f"unixctl '{command}' to {self.name}: {os.strerror(error)}")
+            raise SandboxError(f"unixctl to {self.name}: {exc}") from None
         # Like ovs-appctl: a non-empty reply always ends with a newline.
-        if reply_error is not None:
-            return 2, "", _line_end(str(reply_error))
-        return 0, _line_end(str(result)), ""
+        if error is not None:
+            return 2, "", _line_end(error)
+        return 0, _line_end(result or ""), ""
 
-    def stop(self, command: list[str], timeout: float) -> None:
-        """Ask the daemon to exit and reap it; kill it if it does not."""
-        if self.alive():
-            try:
-                self.transact(command[0], command[1:])
-            except SandboxError:
-                pass
+    def _drop_client(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    def stop(self, command: list[str], timeout: float) -> None:
+        """Ask the daemon to exit and reap it; kill it if it does not."""
+        why = ""
+        if self.alive():
+            try:
+                self.transact(command[0], command[1:], timeout=timeout)
+            except SandboxError as exc:  # a daemon that exits may hang up first
+                why = f" ({str(exc).splitlines()[0]})"
+        self._drop_client()
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise SandboxError(f"{self.name} did not exit within {timeout} s of "
-                               f"'{' '.join(command)}'; killed it") from None
+                               f"'{' '.join(command)}'{why}; killed it") from None
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -164,8 +181,9 @@ class Sandbox:
                  vswitchd_args: Iterable[str] = (), log_allow: Iterable[str] = (),
                  vswitchd_exe: str | None = None, other_config: dict[str, str] | None = None,
                  vswitchd_preexec: Callable[[], None] | None = None,
-                 stderr_allow: Iterable[str] = (), extra_env: dict[str, str] | None = None,
-                 vsctl_timeout: float = VSCTL_TIMEOUT, system_routes: bool = False) -> None:
+                 stderr_allow: Iterable[str] = (), system_route: bool = False,
+                 extra_env: dict[str, str] | None = None,
+                 vsctl_timeout: float = VSCTL_TIMEOUT) -> None:
         """The keyword arguments after log_allow serve the real-port backends:
         `vswitchd_exe` runs another ovs-vswitchd binary (the DPDK build) under
         the usual name; `other_config` is written before vswitchd starts (for
@@ -174,9 +192,7 @@ class Sandbox:
         network namespace); `stderr_allow` adds regexes of expected start-up
         stderr lines; `extra_env` adds variables to the daemons' environment;
         `vsctl_timeout` bounds each ovs-vsctl call (a DPDK port add may spend
-        seconds filling a mempool on a loaded machine); `system_routes` lets
-        vswitchd read the kernel's routes (of its own network namespace: a
-        real backend's tunnels need them)."""
+        seconds filling a mempool on a loaded machine)."""
         self.install = install
         self.rundir = rundir
         self.transcript = transcript or Transcript()
@@ -188,12 +204,12 @@ class Sandbox:
         self.other_config = dict(other_config or {})
         self.vswitchd_preexec = vswitchd_preexec
         self.stderr_allow = list(stderr_allow)
+        self.system_route = system_route
         self.env = {**os.environ, **install.env, **{f"OVS_{d}DIR": str(rundir)
                                       for d in ("RUN", "LOG", "DB", "SYSCONF")}}
         self.env["OVS_BINDIR"] = str(install.tools["ovs-vsctl"].parent)
         self.env.update(extra_env or {})
         self.vsctl_timeout = vsctl_timeout
-        self.system_routes = system_routes
         self.ovsdb: Daemon | None = None
         self.vswitchd: Daemon | None = None
         # Set when a case expects ovs-vswitchd to die (a known OVS bug): its death
@@ -227,7 +243,7 @@ class Sandbox:
                              *(f"other_config:{k}={v}" for k, v in self.other_config.items())))
         argv = [self.install.tool("ovs-vswitchd"), f"--enable-dummy={self.enable_dummy}"
                 if self.enable_dummy else "--enable-dummy",
-                "--disable-system", *([] if self.system_routes else ["--disable-system-route"])]
+                "--disable-system", *([] if self.system_route else ["--disable-system-route"])]
         if self.dummy_numa:
             argv.append(f"--dummy-numa={self.dummy_numa}")
         argv += [*self.vswitchd_args, "--no-chdir", "--pidfile", "--log-file",
@@ -341,6 +357,15 @@ class Sandbox:
         for daemon in (self.ovsdb, self.vswitchd):
             if daemon is not None:
                 daemon.assert_alive("during the test")
+
+    def crash_report(self) -> str:
+        """Each daemon that died: its exit status, why, and its backtrace."""
+        parts = []
+        for daemon in (self.vswitchd, self.ovsdb):
+            if daemon is not None and not daemon.alive():
+                parts.append(f"{daemon.name} (pid {daemon.proc.pid}) exited with status "
+                             f"{daemon.proc.returncode}\n{daemon.crash_report()}".rstrip())
+        return "\n\n".join(parts)
 
     # -- topology helpers (add_of_br / add_of_ports) ------------------------
 

@@ -95,8 +95,9 @@ def disagreements(model_state: dict[str, str], tshark: dict[str, list[str]]) -> 
     """Layer by layer, where tshark's verdict contradicts the model's.
 
     The model's good must be tshark's good; its bad or stale (a checksum left
-    for a driver that did not do it) must be tshark's bad; "none" (UDP checksum
-    0) must not be judged good or bad.
+    for a driver that did not do it) must be tshark's bad (or, for a UDP/IPv6
+    checksum of 0, illegal); "none" (a UDP checksum of 0 where RFC 768 or RFC
+    6935 allows one) must not be judged good or bad.
     """
     out: list[str] = []
     for proto in FIELDS:
@@ -108,7 +109,8 @@ def disagreements(model_state: dict[str, str], tshark: dict[str, list[str]]) -> 
         # tshark may see more (e.g. an ICMP error's embedded header): compare the first.
         for key, verdict in zip(keys, seen):
             want = model_state[key]
-            ok = {"good": verdict == "good", "bad": verdict == "bad", "stale": verdict == "bad",
+            ok = {"good": verdict == "good", "bad": verdict in ("bad", "illegal"),
+                  "stale": verdict in ("bad", "illegal"),
                   "none": verdict not in ("good", "bad")}.get(want, False)
             if not ok:
                 out.append(f"{key}.chksum: model says {want}, tshark says {verdict}")

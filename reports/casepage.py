@@ -63,6 +63,7 @@ def case_view(entry: Entry, out_dir: str) -> dict[str, Any]:
                           for k, v in getattr(case, "metrics", {}).items()),
         "longrepr": clip(case.longrepr, MAX_LONGREPR_CHARS),
         "compacted": case.compacted,
+        "crash": case.crash,
         "steps": steps,
         "failed_steps": sum(1 for s in case.steps if not s.ok),
         "commands": [command_view(c) for c in commands],

@@ -47,6 +47,7 @@ class _State:
     cases: dict[str, CaseRecord] = field(default_factory=dict)
     report_path: str | None = None
     problem: str | None = None
+    unfinished: dict[str, str] = field(default_factory=dict)  # nodeid -> a phase reported
     known_bugs: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -235,6 +236,9 @@ class _Collector:
         self.state = config.stash[_STATE_KEY]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # A case the run was interrupted in has no teardown report (and no
+        # record): remember its last phase, so that results.json still lists it.
+        self.state.unfinished.setdefault(report.nodeid, report.when)
         data = getattr(report, REPORT_RECORD_ATTR, None)
         if data is not None:
             delattr(report, REPORT_RECORD_ATTR)  # reports stay in memory; the record lives on here
@@ -261,6 +265,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if _is_worker(config) or _STATE_KEY not in config.stash or config.option.collectonly:
         return
     state = config.stash[_STATE_KEY]
+    for nodeid in state.unfinished:
+        if nodeid not in state.cases:  # interrupted in this case: it did not finish
+            state.cases[nodeid] = CaseRecord(
+                nodeid=nodeid, outcome="error",
+                longrepr="the run was interrupted before this case finished")
     info = config.stash.get(RUN_INFO_KEY, None) or {}
     state.known_bugs = known_bug_status(info.get("known_bugs", []), list(state.cases.values()))
     backend = info.get("backend") or str(config.getoption("backend", default="") or "")

@@ -91,6 +91,7 @@ class CaseRecord:
     # Measured figures, e.g. {"gbps_tso_off": 1.4, "retransmits_tso_off": 12} (throughput cases).
     metrics: dict[str, float] = field(default_factory=dict)
     compacted: bool = False  # its commands, log and expected frames were not kept
+    crash: str = ""  # a daemon that died during the case: why, and its backtrace
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -43,6 +43,9 @@ CASES = [(title, ul, inner) for title in TUNNEL_TESTS
 
 @pytest.mark.parametrize("title,underlay,inner", CASES, ids=[c[0] for c in CASES])
 def test_model_reproduces_upstream_tunnel_vectors(title: str, underlay: int, inner: str) -> None:
+    """Every frame upstream expects is one the contract allows (or, where the model
+    names a known bug, the one OVS is known to send); and where the contract
+    leaves no choice, the model's frame is upstream's byte for byte."""
     test = TUNNEL_TESTS[title]
     inn = INNERS[inner]
     frames = inn.frames()
@@ -54,10 +57,13 @@ def test_model_reproduces_upstream_tunnel_vectors(title: str, underlay: int, inn
     problems = []
     for step in steps:
         tun = spec("vxlan", underlay, step.csum)
-        got = model.forward(frames[step.frame], model_actions(inn, tun), step.tx, step.rx).frames
+        exp = model.forward(frames[step.frame], model_actions(inn, tun), step.tx, step.rx)
         want = bytes.fromhex(resolve(test, step.expected))
-        if got != [want]:
-            problems.append(f"{step.id} ({step.expected}): " + "; ".join(diff_frames(want, got[0])))
+        if len(exp.frames) != 1 or not (exp.permits(0, want) or exp.ovs_sends(0, want)):
+            problems.append(f"{step.id} ({step.expected}): "
+                            + "; ".join(diff_frames(want, exp.frames[0])))
+        elif len(exp.padded("allowed")[0]) <= 1 and not exp.deviates:
+            assert exp.frames == [want], step.id
     assert not problems, "\n".join(problems)
 
 
@@ -69,7 +75,7 @@ def test_outer_headers_follow_the_template() -> None:
                           ("gre", 4, "a0006558")):
         pkt = Packet.parse(inner)
         push(pkt, spec(kind, ul, True))
-        transmit(pkt, TxOffloads())
+        pkt = transmit(pkt, TxOffloads())[0].pkt
         data = bytes(pkt.data)
         assert sig in data.hex(), kind
         if ul == 4:

@@ -370,3 +370,20 @@ def test_dissect_reports_checksum_verdicts(tmp_path: Path) -> None:
     page = next((tmp_path / "out" / "case").glob("test_bad*.html")).read_text()
     assert "tshark on the captured frames" in page and "(should be 0x7ccc)" in page
     assert 'href="../pcap/' in page and "captured.pcap" in page
+
+
+def test_an_interrupted_case_is_in_results_as_junit_has_it(pytester: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the middle of a case: results.json lists it (error), as junit.xml does."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    pytester.makepyfile(test_inner="def test_first():\n    pass\n\n"
+                                   "def test_second():\n    raise KeyboardInterrupt\n\n"
+                                   "def test_third():\n    pass\n")
+    pytester.runpytest_subprocess("-p", "reports.plugin", "-p", "no:cacheprovider")
+    out = pytester.path / "reports" / "out"
+    cases = _outcomes(out / "results.json")
+    assert cases["test_first"].outcome == "passed"
+    assert cases["test_second"].outcome == "error" and "interrupted" in cases["test_second"].longrepr
+    assert "test_third" not in cases
+    junit = (out / "junit.xml").read_text()
+    assert junit.count("<testcase") == len(cases)

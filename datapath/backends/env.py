@@ -29,9 +29,9 @@ class RealEnv:
     namespaces, ports and helper processes around it.  close() removes all of it."""
 
     def __init__(self, install: OvsInstall, rundir: Path, backend: str, tso: bool,
-                 transcript: Transcript, overrides: dict[str, Any] | None = None) -> None:
-        """`overrides` replaces Sandbox options of the backend's (other_config is
-        merged key by key, None removing a key); DPDK is waited for only when
+                 transcript: Transcript, sandbox_extra: dict[str, Any] | None = None) -> None:
+        """`sandbox_extra` replaces Sandbox options of the backend's (other_config
+        is merged key by key, None removing a key); DPDK is waited for only when
         dpdk-init is true."""
         self.backend, self.tso = backend, tso
         self.cleanup = Cleanup()  # processes and ports, before the sandbox stops
@@ -51,7 +51,7 @@ class RealEnv:
                 opts = afxdp.sandbox_options(self.switch_ns, self.bpffs)
             else:
                 opts = dpdk.sandbox_options(install, self.switch_ns, tso)
-            for key, value in (overrides or {}).items():
+            for key, value in (sandbox_extra or {}).items():
                 if key == "other_config":  # a key set to None is left out
                     merged = {**opts.get(key, {}), **value}  # type: ignore[dict-item]
                     opts[key] = {k: v for k, v in merged.items() if v is not None}

@@ -179,6 +179,13 @@ class Netns:
                 os.close(fd)
         return enter
 
+    def enable_ipv6(self) -> None:
+        """Turn IPv6 back on (an IPv6 underlay needs it), for the links that
+        exist and those made later."""
+        with self.entered():
+            for key in ("all", "default", *os.listdir("/proc/sys/net/ipv6/conf")):
+                _write_sysctl(f"net/ipv6/conf/{key}/disable_ipv6", "0")
+
     def sysctl(self, key: str, value: str) -> None:
         with self.entered():
             _write_sysctl(key, value)

@@ -8,32 +8,117 @@ section 4), never from what OVS printed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from datapath.model import gso
 from datapath.model.actions import Action, Output, PushTunnel
 from datapath.model.bugs import OvsBug
 from datapath.model.packet import Packet
-from datapath.model.send import prepare, transmit
+from datapath.model.send import Egress, complete_in_software, transmit
+from datapath.model.tunnel import TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
+from harness.compare import compare_frames
 
 
 @dataclass
 class Expected:
-    """What the model says leaves one tx port."""
+    """What the model says leaves one tx port, frame by frame: the canonical frame
+    and its checksum verdicts, every frame the contract allows in its place
+    (datapath/model/send.py E3), and what OVS is known to send instead."""
 
     frames: list[bytes]
     csum_state: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # Known OVS bugs these frames run into, and what OVS is known to send instead.
+    # Known OVS bugs these frames run into.
     bugs: list[OvsBug] = field(default_factory=list)
-    ovs_frames: list[bytes] = field(default_factory=list)
+    # Per frame: every frame the contract allows -> its verdicts (empty: only frames[i]).
+    allowed: list[dict[bytes, dict[str, str]]] = field(default_factory=list)
+    # Per frame: what OVS is known to send (a known bug) -> verdicts; empty: no deviation.
+    ovs_allowed: list[dict[bytes, dict[str, str]]] = field(default_factory=list)
 
     def extend(self, other: "Expected") -> None:
         self.frames += other.frames
         self.csum_state += other.csum_state
         self.notes += other.notes
         self.bugs += [b for b in other.bugs if b not in self.bugs]
-        self.ovs_frames += other.ovs_frames
+        self.allowed += other.padded("allowed")
+        self.ovs_allowed += other.padded("ovs_allowed")
+
+    def padded(self, name: str) -> list[dict[bytes, dict[str, str]]]:
+        values: list[dict[bytes, dict[str, str]]] = getattr(self, name)
+        return values + [{} for _ in range(len(self.frames) - len(values))]
+
+    def permits(self, i: int, frame: bytes) -> bool:
+        """Whether the contract allows `frame` as frame i."""
+        return frame == self.frames[i] or frame in self.padded("allowed")[i]
+
+    def ovs_sends(self, i: int, frame: bytes) -> bool:
+        """Whether `frame` is what OVS is known to send as frame i (a known bug),
+        or, for a frame no bug touches, one the contract allows."""
+        known = self.padded("ovs_allowed")[i]
+        return frame in known if known else self.permits(i, frame)
+
+    @property
+    def ovs_frames(self) -> list[bytes]:
+        """Per frame, what OVS is known to send (its canonical variant)."""
+        return [next(iter(known)) if known else frame
+                for frame, known in zip(self.frames, self.padded("ovs_allowed"))]
+
+    @property
+    def deviates(self) -> bool:
+        """Whether a known bug changes some frame (so a correct OVS would differ)."""
+        return any(self.padded("ovs_allowed"))
+
+    def judge(self, captured: list[bytes]) -> "Judgement":
+        """The known-bug policy: what `captured` means against these frames.
+
+        "match": what the contract allows; "known": it differs exactly as the
+        known bugs say OVS deviates (an xfail); "gone": it is right although a
+        known bug says OVS would deviate (retire or re-scope the entry);
+        "mismatch": anything else."""
+        resolved = self.resolved(captured)
+        lines = compare_frames(resolved.frames, captured)
+        known = [b for b in self.bugs if not b.crash]
+        same = len(captured) == len(self.frames) and all(
+            self.ovs_sends(i, f) for i, f in enumerate(captured))
+        if lines and known and same:
+            return Judgement(resolved, lines, "known", {b.key: "present" for b in known})
+        if not lines and known and self.deviates and not same:
+            return Judgement(resolved, [b.gone() for b in known], "gone",
+                             {b.key: "absent" for b in known})
+        return Judgement(resolved, lines, "mismatch" if lines else "match", {})
+
+    def resolved(self, captured: list[bytes]) -> "Expected":
+        """A copy whose frames are, where the contract allows what was captured,
+        the captured ones (with their verdicts): the rest stay canonical."""
+        out = Expected(list(self.frames), list(self.csum_state), list(self.notes),
+                       list(self.bugs), self.padded("allowed"), self.padded("ovs_allowed"))
+        for i, frame in enumerate(captured[:len(out.frames)]):
+            if frame != out.frames[i] and frame in out.allowed[i]:
+                out.frames[i] = frame
+                if i < len(out.csum_state):
+                    out.csum_state[i] = out.allowed[i][frame]
+                out.notes.append(f"frame {i}: OVS chose another allowed completion "
+                                 "(a checksum the port leaves undone was done by OVS)")
+        return out
+
+
+@dataclass
+class Judgement:
+    """Expected.judge(): the expectation as resolved against what was captured,
+    the differing fields, the verdict, and which known bugs showed (or not)."""
+
+    expected: Expected
+    lines: list[str]
+    status: str  # match, known, gone, mismatch
+    bugs: dict[str, str]
+
+    def xfail_reason(self, max_lines: int = 24) -> str:
+        known = [b for b in self.expected.bugs if not b.crash]
+        shown = self.lines[:max_lines] + ([f"... {len(self.lines) - max_lines} more lines in "
+                                           "the step's diff"] if len(self.lines) > max_lines
+                                          else [])
+        return "; ".join(b.reason() for b in known) + "\n" + "\n".join(shown)
 
 
 def receive(frame: bytes, rx: RxFlags) -> Packet:
@@ -63,8 +148,8 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
             for pkt in pkts:
                 clones = [pkt.copy()]
                 clones[0].notes = pkt.notes
-                for push in pushes:
-                    clones = [q for c in clones for q in push_nested(c, push)]
+                for tnl_push in pushes:
+                    clones = [q for c in clones for q in push_nested(c, tnl_push)]
                 for clone in clones:
                     emit(out, transmit(clone, tx))
                 pkt.notes = []
@@ -75,12 +160,15 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
     return out
 
 
-def emit(out: Expected, sent: list[Packet]) -> None:
-    for pkt in sent:
+def emit(out: Expected, sent: list[Egress]) -> None:
+    for egress in sent:
+        pkt = egress.pkt
+        out.allowed, out.ovs_allowed = out.padded("allowed"), out.padded("ovs_allowed")
         out.frames.append(bytes(pkt.data))
-        out.ovs_frames.append(bytes(pkt.ovs_data if pkt.ovs_data is not None else pkt.data))
+        out.allowed.append(egress.allowed)
+        out.ovs_allowed.append(egress.ovs_allowed)
         out.bugs += [b for b in pkt.bugs if b not in out.bugs]
-        out.csum_state.append(pkt.csum_verdicts())
+        out.csum_state.append(egress.allowed.get(bytes(pkt.data), pkt.csum_verdicts()))
         out.notes += pkt.notes
 
 
@@ -94,6 +182,38 @@ def push_nested(pkt: Packet, action: PushTunnel) -> list[Packet]:
         raise NotImplementedError("model: a tunnel inside a GRE tunnel")
     segs = gso.segment(pkt) if pkt.tso_segsz else [pkt]
     for seg in segs:
-        prepare(seg, frozenset(), "push of a second tunnel:")
+        complete_in_software(seg, "before the push of a second tunnel header:")
         action.apply(seg)
     return segs
+
+
+def encapsulate(frame: bytes, spec: TunnelSpec, tx: TxOffloads = TxOffloads(),
+                rx: RxFlags = RxFlags(), **inputs: int) -> Expected:
+    """One frame out of a tunnel port onto the underlay port: the push (with its
+    per-packet inputs, see tunnel.push) and the underlay port's send."""
+    pkt = receive(frame, rx)
+    push(pkt, spec, **inputs)
+    out = Expected(frames=[])
+    emit(out, transmit(pkt, tx))
+    return out
+
+
+def map_frames(exp: Expected, fn: Callable[[bytes], bytes]) -> Expected:
+    """The same expectation for frames that something after the datapath's port
+    changes the same way (e.g. a VLAN tag added by the underlay bridge)."""
+    return Expected(frames=[fn(f) for f in exp.frames], csum_state=list(exp.csum_state),
+                    notes=list(exp.notes), bugs=list(exp.bugs),
+                    allowed=[{fn(f): v for f, v in a.items()} for a in exp.padded("allowed")],
+                    ovs_allowed=[{fn(f): v for f, v in a.items()}
+                                 for a in exp.padded("ovs_allowed")])
+
+
+def deviation(correct: Expected, ovs: Expected, *bugs: OvsBug) -> Expected:
+    """The correct frames, with what OVS sends instead because of known bugs
+    (the frames `ovs` expects, one by one)."""
+    out = Expected(frames=list(correct.frames), csum_state=list(correct.csum_state),
+                   notes=list(correct.notes), bugs=list(correct.bugs),
+                   allowed=correct.padded("allowed"),
+                   ovs_allowed=[{f: v} for f, v in zip(ovs.frames, ovs.csum_state)])
+    out.bugs += [b for b in bugs if b not in out.bugs]
+    return out

@@ -6,6 +6,8 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
+from datapath.model import csum
+from datapath.model.bugs import IPV4_LATER_FRAGMENT, record_change
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.model.tunnel import TunnelSpec, push
 
@@ -37,11 +39,41 @@ class SetIPv4Addr(Action):
         new = ipaddress.IPv4Address(self.addr).packed
         if old == new:
             return
+        if pkt.l4 is None:
+            later_fragment(pkt, old, new)
         # L4 first (pseudo-header), then the IP header, as packets.c does.
         if pkt.l4 is not None:
             pkt.patch_l4_csum(old, new, f"pseudo-header {self.ofctl()}")
         pkt.patch_ip_csum(old, new)
         pkt.data[ofs:ofs + 4] = new
+
+
+def later_fragment(pkt: Packet, old: bytes, new: bytes) -> None:
+    """A later IPv4 fragment has no TCP/UDP header (RFC 791 §3.2): an address
+    rewrite changes only the IP header.  OVS patches two payload bytes where a
+    header would hold its checksum (bugs.IPV4_LATER_FRAGMENT)."""
+    lay = pkt.outer
+    assert lay.l3 is not None
+    ihl = (pkt.data[lay.l3] & 0x0F) * 4
+    frag = pkt.u16(lay.l3 + 6)
+    proto = pkt.data[lay.l3 + 9]
+    need = {PROTO_TCP: 20, PROTO_UDP: 8}.get(proto)
+    if not frag & 0x1FFF or need is None or lay.l3_size - ihl < need or lay.l4_csum.valid:
+        return
+    where = 16 if proto == PROTO_TCP else 6
+
+    def ovs_patch(p: Packet) -> None:
+        inner = p.inner if p.inner is not None else p.outer
+        assert inner.l3 is not None
+        ofs = inner.l3 + ihl + where
+        value = p.u16(ofs)
+        if proto == PROTO_UDP and value == 0:
+            return
+        value = csum.incremental(value, old, new)
+        p.put16(ofs, 0xFFFF if proto == PROTO_UDP and value == 0 else value)
+    record_change(pkt, IPV4_LATER_FRAGMENT, ovs_patch,
+                  f"OVS patches payload bytes {where}-{where + 1} of this later fragment "
+                  "as if they were a checksum")
 
 
 @dataclass(frozen=True)
@@ -62,7 +94,7 @@ class SetL4Port(Action):
         src = pkt.u16(pkt.l4)
         dst = pkt.u16(pkt.l4 + 2)
         new_src, new_dst = (self.port, dst) if self.field == "src" else (src, self.port)
-        if pkt.outer.l4_csum.valid:
+        if pkt.outer.l4_csum.valid and not pkt.outer.fragment:
             pkt.patch_l4_csum(b"", b"", self.ofctl())
         else:
             for old, new in ((src, new_src), (dst, new_dst)):

@@ -9,7 +9,12 @@ behaviour comes from, and on which OVS releases it was seen.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from datapath.model.packet import Layer, Packet
+    from datapath.offloads import TxOffloads
 
 # The OVS release this list was last checked against, entry by entry.  The
 # launcher says so when the runtime's OVS is another one.
@@ -68,4 +73,208 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
     signature=r"assertion payload_len == tso_segsz \* dp_packet_gso_nr_segs\(p\) failed "
               r"in packet_udp_tunnel_csum")
 
-ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT)
+UDP6_PARTIAL_ZERO = OvsBug(
+    "udp6-partial-zero-csum",
+    "a UDP/IPv6 checksum flagged partial (to be computed) leaves as 0 when the field held 0: "
+    "OVS takes 0 for 'no checksum', which IPv6 does not have (RFC 8200 §8.1: receivers "
+    "discard such packets)",
+    "lib/packets.c packet_udp_complete_csum(): returns early when udp_csum is 0, for IPv6 too")
+
+IPV4_HEADER_ONLY = OvsBug(
+    "ipv4-header-only-csum",
+    "an IPv4 packet without payload (total length = header length) whose header checksum is "
+    "pending leaves with the stale checksum: OVS skips the header and marks it good "
+    "(RFC 791 §3.1: every IPv4 header carries a correct checksum)",
+    "lib/dp-packet.h dp_packet_ip_set_header_csum(): computes only if ip_hdr_len < l3 size")
+
+GSO_CWR_EVERY_SEGMENT = OvsBug(
+    "gso-cwr-every-segment",
+    "software segmentation copies the TCP CWR flag into every segment; it belongs on the "
+    "first only (RFC 3168 §6.1.2: CWR marks the first new data packet after the window "
+    "reduction; Linux GSO and NIC TSO clear it on the others)",
+    "lib/dp-packet-gso.c dp_packet_gso_update_segment(): clears only PSH and FIN")
+
+IPV6_EXT_PSEUDO_HEADER = OvsBug(
+    "ipv6-ext-pseudo-header",
+    "a TCP or UDP checksum OVS completes over IPv6 with extension headers uses the IPv6 "
+    "header's Next Header (the first extension header's type) in the pseudo-header "
+    "instead of the upper-layer protocol, so it is wrong on the wire (RFC 8200 §8.1: "
+    "the pseudo-header carries the upper-layer protocol, 6 or 17)",
+    "lib/packets.c packet_tcp_complete_csum(), packet_udp_complete_csum(): "
+    "packet_csum_upperlayer6(ip6, ..., ip6->ip6_nxt, ...)")
+
+IPV4_LATER_FRAGMENT = OvsBug(
+    "ipv4-later-fragment-rewrite",
+    "mod_nw_src/mod_nw_dst on a later IPv4 fragment (offset > 0, no TCP/UDP header) "
+    "'updates' the TCP/UDP checksum it takes to be at its usual place in the payload: it "
+    "corrupts two payload bytes of the fragment, so the reassembled datagram is wrong "
+    "(RFC 791 §3.2: only the first fragment carries the upper-layer header)",
+    "lib/packets.c packet_set_ipv4_addr(): checks ip_proto and the L4 size, not the "
+    "fragment offset")
+
+GRE_SEQ_SHARED = OvsBug(
+    "gre-seq-shared",
+    "GRE/ERSPAN sequence numbers come from one counter per datapath tunnel port "
+    "(e.g. erspan_sys), shared by every OpenFlow tunnel port and ERSPAN session on "
+    "it: the first datagram of a second session does not carry 0 (RFC 2890 §2.2) and "
+    "its numbers skip those the other sessions used (draft-foschiano-erspan-03: the "
+    "sequence number increments per packet per session)",
+    "lib/netdev-native-tnl.c netdev_erspan_push_header() / netdev_gre_push_header(): "
+    "atomic_count_inc(&dev->gre_seqno) on the netdev of the tnl_push's datapath port")
+
+NEIGH_SNOOP_CACHED = OvsBug(
+    "neigh-snoop-cached",
+    "an ARP reply that matches an installed datapath flow is not snooped, so the "
+    "tunnel neighbour cache keeps a MAC it learned in between (from a received "
+    "tunnel packet) and encapsulated frames go to that stale MAC instead of the one "
+    "the latest ARP reply gave (RFC 826: a reply from a known sender updates its "
+    "entry; upstream's own comment expects the reply to be learned)",
+    "ofproto/ofproto-dpif-xlate.c: tnl_neigh_snoop() runs only in a translation with "
+    "side effects (an upcall), never for a packet that hits a datapath flow")
+
+ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, UDP6_PARTIAL_ZERO,
+       IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
+       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED)
+
+
+# -- where OVS deviates: the model's correct packet in, OVS's way out ----------
+
+Change = Callable[["Packet"], None]
+Completion = Callable[["Packet", "Layer"], None]
+
+
+@dataclass
+class Deviation:
+    """How OVS makes a frame differently from the contract (datapath/model/send.py):
+    `pkt` with OVS's own changes made before the checksums are completed; per
+    checksum slot, OVS's own way of completing it (None: it leaves it as is);
+    and the GRE checksum OVS writes."""
+
+    bug: OvsBug
+    pkt: "Packet"
+    completions: dict[str, Completion | None] = field(default_factory=dict)
+    gre: int | None = None
+    note: str = ""
+
+
+def record_change(pkt: "Packet", bug: OvsBug, change: Change, note: str) -> None:
+    """Remember that OVS changes this packet otherwise than the model did (applied
+    at egress to a copy: `change` finds its place from the packet's layers)."""
+    pkt.ovs_changes.append((bug, change, note))
+
+
+def ovs_bytes(pkt: "Packet") -> bytes:
+    """The packet's bytes as OVS has them: with OVS's own changes applied."""
+    if not pkt.ovs_changes:
+        return bytes(pkt.data)
+    changed = pkt.copy()
+    for _, change, _ in pkt.ovs_changes:
+        change(changed)
+    return bytes(changed.data)
+
+
+def check_crashes(pkt: "Packet", tx: "TxOffloads") -> None:
+    """Record the aborts this packet runs into at egress (crash bugs)."""
+    from datapath.model import gso
+    from datapath.model.packet import PROTO_TCP, PROTO_UDP
+    from datapath.offloads import CsumState
+    for lay in (pkt.outer, pkt.inner):
+        if lay is not None and lay.l4_csum is CsumState.PARTIAL \
+                and lay.proto not in (PROTO_TCP, PROTO_UDP):
+            _add(pkt, L4_PARTIAL_NOT_TCP_UDP)
+    inn, out = pkt.inner, pkt.outer
+    # packet_udp_tunnel_csum(): reached for a VXLAN/Geneve packet whose outer UDP
+    # checksum the port does not do, with inner checksums pending and an inner TCP
+    # in a valid state; it asserts that a set segment size divides the payload.
+    if (pkt.tunnel in ("vxlan", "geneve") and inn is not None and pkt.tso_segsz
+            and "out_udp" not in tx.netdev_flags() and out.l4_csum is CsumState.PARTIAL
+            and CsumState.PARTIAL in (inn.ip_csum, inn.l4_csum) and inn.proto == PROTO_TCP
+            and inn.l4 is not None and inn.l4_csum.valid):
+        _, length = gso.payload_bounds(pkt)
+        if length != pkt.tso_segsz * gso.n_segments(pkt):
+            _add(pkt, TSO_SHORT_TUNNEL_ASSERT)
+            pkt.notes.append(f"TSO segment size {pkt.tso_segsz} still set on a tunnelled "
+                             f"packet with {length} payload bytes (nothing was segmented)")
+
+
+def deviations(pkt: "Packet", slots: list[str]) -> list[Deviation]:
+    """The known deviations that may apply to this packet at egress (send.py
+    keeps those that change what leaves)."""
+    from datapath.model.packet import PROTO_UDP
+    found: list[Deviation] = []
+    if pkt.ovs_gre_csum is not None:
+        found.append(Deviation(GRE_CSUM_AT_PUSH, pkt, gre=pkt.ovs_gre_csum,
+                               note=f"OVS writes GRE checksum 0x{pkt.ovs_gre_csum:04x}, taken "
+                                    "before the checksums under it were completed"))
+    for name in slots:
+        lay = pkt.inner if name.startswith("inner.") else pkt.outer
+        if lay is None or lay.l3 is None:
+            continue
+        if name.endswith("UDP") and lay.ipv == 6 and lay.proto == PROTO_UDP \
+                and pkt.u16(lay.l4_csum_ofs) == 0:
+            found.append(Deviation(UDP6_PARTIAL_ZERO, pkt, {name: None},
+                                   note=f"OVS leaves the pending {name} checksum 0"))
+        if name.endswith("IP") and lay.ipv == 4 \
+                and (pkt.data[lay.l3] & 0x0F) * 4 >= lay.l3_size:
+            found.append(Deviation(IPV4_HEADER_ONLY, pkt, {name: None},
+                                   note=f"OVS leaves the pending {name} checksum of a "
+                                        "header-only packet as it is"))
+        first_nh = pkt.data[lay.l3 + 6]
+        if name[-3:] in ("TCP", "UDP") and lay.ipv == 6 and first_nh != lay.proto:
+            own: dict[str, Completion | None] = {
+                name: lambda p, lay_, nh=first_nh: p.set_l4_csum(lay_, pseudo_proto=nh)}
+            if name.startswith("inner.") and _tunnel_csum_shortcut(pkt, slots):
+                # packet_udp_tunnel_csum(): the outer UDP checksum from the inner
+                # pseudo-header it takes (Next Header and payload length of the
+                # IPv6 header), as if the inner checksum were right for that one.
+                plen = lay.l3_size - 40
+                own["outer.UDP"] = lambda p, out, nh=first_nh, n=plen: _lco_outer(p, out, nh, n)
+            found.append(Deviation(
+                IPV6_EXT_PSEUDO_HEADER, pkt, own,
+                note=f"OVS completes {name} with Next Header {first_nh} in the pseudo-header"))
+    for bug, change, note in pkt.ovs_changes:
+        changed = pkt.copy()
+        change(changed)
+        found.append(Deviation(bug, changed, note=note))
+    return found
+
+
+def _tunnel_csum_shortcut(pkt: "Packet", slots: list[str]) -> bool:
+    """Whether OVS computes the outer UDP checksum of this packet by its
+    nested-checksum shortcut (packets.c packet_udp_tunnel_csum())."""
+    from datapath.model.packet import PROTO_TCP, PROTO_UDP
+    inn = pkt.inner
+    return (pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots and inn is not None
+            and inn.l4 is not None and inn.l4_csum.valid
+            and (inn.proto == PROTO_TCP
+                 or (inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) != 0)))
+
+
+def _lco_outer(pkt: "Packet", outer: "Layer", proto: int, length: int) -> None:
+    """The outer UDP checksum for an inner L4 checksum right under a pseudo-header
+    with `proto` and `length` (the inner bytes otherwise as they are)."""
+    from datapath.model import csum
+    from datapath.offloads import CsumState
+    tmp = pkt.copy()
+    assert tmp.inner is not None and tmp.inner.l4 is not None
+    tmp.set_l4_csum(tmp.inner, pseudo_proto=proto, pseudo_len=length)
+    tmp.put16(outer.l4_csum_ofs, 0)
+    pkt.put16(outer.l4_csum_ofs, csum.finish(tmp.l4_sum(tmp.outer)) or 0xFFFF)
+    outer.l4_csum = CsumState.GOOD
+
+
+def merge(pkt: "Packet", found: list[Deviation]) -> Deviation:
+    """All of OVS's deviations for this packet, as one."""
+    base = pkt.copy()
+    for bug, change, _ in pkt.ovs_changes:
+        change(base)
+    gre = next((d.gre for d in found if d.gre is not None), None)
+    completions: dict[str, Completion | None] = {}
+    for d in found:
+        completions.update(d.completions)
+    return Deviation(found[0].bug, base, completions, gre)
+
+
+def _add(pkt: "Packet", bug: OvsBug) -> None:
+    if bug not in pkt.bugs:
+        pkt.bugs.append(bug)

@@ -7,6 +7,8 @@ accept, and what it counts (reference §4 and netdev-native-tnl.c semantics).
 - VXLAN/Geneve UDP checksum: 0 means none; otherwise as above with the L4
   flag (native_tnl_l4csum_checked / _err).
 - GRE checksum: always verified when present; a wrong one drops the frame.
+- ERSPAN (GRE protocol 0x88BE/0x22EB) carries its own header before the
+  frame; a GRE payload of another EtherType than 0x6558 is an L3 packet.
 - Every drop counts datapath_drop_tunnel_pop_error.
 - After the pop the inner packet's checksum state is reset to unknown: inner
   checksums are neither checked nor finished, only patched by rewrites.
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 
 from datapath.model import csum
 from datapath.model.packet import PROTO_GRE, PROTO_UDP, Packet, parse_layer
+from datapath.model.tnl_headers import ETH_TYPE_ERSPAN1, ETH_TYPE_ERSPAN2, ETH_TYPE_TEB
 from datapath.model.tunnel import VXLAN_PORT
 from datapath.offloads import CsumState, RxFlags
 
@@ -72,10 +75,17 @@ def pop(frame: bytes, rx: RxFlags) -> Popped:
         dport = struct.unpack_from("!H", frame, l4 + 2)[0]
         hdr = 8 + (8 if dport == VXLAN_PORT else 8 + 4 * (frame[l4 + 8] & 0x3F))
     else:
-        flags = struct.unpack_from("!H", frame, l4)[0]
+        flags, proto = struct.unpack_from("!HH", frame, l4)
         hdr = 4 + 4 * sum(1 for bit in (0x8000, 0x2000, 0x1000) if flags & bit)
         if flags & 0x8000 and csum.checksum(frame[l4:]) != 0:
             return drop("GRE checksum wrong (always verified)")
+        if proto == ETH_TYPE_ERSPAN1 and flags & 0x1000:
+            hdr += 8  # type II header (draft-foschiano-erspan-03 §4.2)
+        elif proto == ETH_TYPE_ERSPAN2:
+            # type III: 12 bytes, 8 more with the platform sub-header (O bit)
+            hdr += 12 + (8 if frame[l4 + hdr + 11] & 1 else 0)
+        elif proto != ETH_TYPE_TEB:
+            out.notes.append(f"GRE protocol 0x{proto:04x}: an L3 payload, no Ethernet header")
     out.inner = frame[l4 + hdr:]
     out.notes.append("popped; inner checksum state reset to unknown")
     return out

@@ -7,17 +7,21 @@ carries its slice of the payload; then:
 - IPv4 (outer and inner): total length, id + i, checksum to be finished;
 - IPv6 (outer and inner): payload length;
 - a UDP tunnel header's length;
-- TCP: seq + i * segsz, checksum to be finished, PSH and FIN only on the last;
+- TCP: seq + i * segsz, checksum to be finished, PSH and FIN only on the last
+  (FIN marks the last octet: RFC 9293 §3.10.7.4), CWR only on the first (RFC
+  3168 §6.1.2: it marks the first new data packet after a window reduction);
+  other flags (ACK, URG with its pointer, ECE, RST, SYN) are copied as they are,
+  as NIC TSO and Linux GSO (net/ipv4/tcp_offload.c) do;
 - a GRE checksum is the GRE header and everything after it, as sent.
 """
 from __future__ import annotations
 
 import struct
-from datapath.model import csum
+from datapath.model import bugs, csum
 from datapath.model.packet import PROTO_TCP, Layer, Packet
 from datapath.offloads import CsumState
 
-TCP_PSH, TCP_FIN = 0x08, 0x01
+TCP_PSH, TCP_FIN, TCP_CWR = 0x08, 0x01, 0x80
 
 
 def tcp_layer(pkt: Packet) -> Layer | None:
@@ -83,13 +87,23 @@ def _update(seg: Packet, i: int, n: int, segsz: int) -> None:
     struct.pack_into("!I", seg.data, tcp.l4 + 4, (seq + i * segsz) & 0xFFFFFFFF)
     if i < n - 1:
         seg.data[tcp.l4 + 13] &= ~(TCP_PSH | TCP_FIN) & 0xFF
+    if i > 0 and seg.data[tcp.l4 + 13] & TCP_CWR:
+        seg.data[tcp.l4 + 13] &= ~TCP_CWR & 0xFF
+        bugs.record_change(seg, bugs.GSO_CWR_EVERY_SEGMENT, _keep_cwr,
+                           "OVS keeps CWR on this later segment")
     if seg.gre_csum_ofs is not None:
         # OVS refills the GRE checksum here, before the checksums under it are
         # finished; the model keeps that value to name the deviation later.
         ofs = seg.gre_csum_ofs
         seg.put16(ofs, 0)
-        seg.ovs_gre_csum = csum.checksum(bytes(seg.data[ofs - 4:]))
+        seg.ovs_gre_csum = csum.checksum(bugs.ovs_bytes(seg)[ofs - 4:])
 
+
+
+def _keep_cwr(pkt: Packet) -> None:
+    tcp = tcp_layer(pkt)
+    assert tcp is not None and tcp.l4 is not None
+    pkt.data[tcp.l4 + 13] |= TCP_CWR
 
 
 def check_pkt_len(pkt: Packet) -> int:

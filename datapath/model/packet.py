@@ -1,16 +1,22 @@
-"""The model's packet: bytes, parsed layers, and OVS's per-layer checksum state.
+"""The model's packet: bytes, parsed layers, and each layer's checksum state.
 
-Parsing follows the acceptance rules of OVS flow extraction (lib/flow.c), so
-that a header OVS would not treat as IPv4 (e.g. a truncated one) is not
-rewritten by the model either.  A tunnelled packet has an outer and an inner
-Layer; each layer carries its own IP and L4 checksum state (reference §4.1).
+Parsing follows the protocol rules: an IPv4 header is one a router would accept
+(RFC 1812 §5.2.2: at least 20 bytes, total length at least the header and at
+most what arrived), an IPv6 packet's upper layer follows its extension headers
+(RFC 8200 §4: hop-by-hop, routing, fragment, destination options; AH, RFC 4302
+§2.2), and a fragment other than the first carries no upper-layer header
+(RFC 791 §3.2, RFC 8200 §4.5).  A tunnelled packet has an outer and an inner
+Layer; each layer carries its own IP and L4 checksum state (good, bad, partial
+or unknown: OVS Documentation/topics/userspace-checksum-offloading.rst).
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from datapath.model import csum
+from datapath.model.bugs import OvsBug
 from datapath.offloads import CsumState
 
 ETH_TYPE_IPV4 = 0x0800
@@ -19,6 +25,9 @@ ETH_TYPE_VLAN = 0x8100
 PROTO_TCP = 6
 PROTO_UDP = 17
 PROTO_GRE = 47
+IPV6_FRAGMENT, IPV6_AH = 44, 51
+# Hop-by-hop, routing, fragment, destination options, AH (RFC 8200 §4, RFC 4302).
+IPV6_EXT_HEADERS = (0, 43, IPV6_FRAGMENT, 60, IPV6_AH)
 
 
 @dataclass
@@ -32,6 +41,9 @@ class Layer:
     l3_size: int = 0  # bytes from l3 to the end of the IP packet (no L2 padding)
     ip_csum: CsumState = CsumState.UNKNOWN
     l4_csum: CsumState = CsumState.UNKNOWN
+    # A first fragment: its L4 checksum covers the whole datagram, most of which
+    # is not in this packet, so it can be patched (RFC 1624) but never computed.
+    fragment: bool = False
 
     def shifted(self, by: int) -> "Layer":
         return replace(self, l3=None if self.l3 is None else self.l3 + by,
@@ -67,20 +79,36 @@ def parse_layer(data: bytes | bytearray, eth: int = 0) -> Layer:
     if eth_type == ETH_TYPE_IPV4 and size >= 20:
         ihl = (data[l3] & 0x0F) * 4
         tot_len = struct.unpack_from("!H", data, l3 + 2)[0]
-        # flow.c ipv4_sanity_check(): anything else is not an IPv4 packet to OVS.
         if ihl < 20 or size < ihl or tot_len > size or ihl > tot_len:
-            return layer
+            return layer  # not an IPv4 header (RFC 1812 §5.2.2)
         layer.l3, layer.ipv, layer.l3_size = l3, 4, tot_len
-        if struct.unpack_from("!H", data, l3 + 6)[0] & 0x1FFF:
+        frag = struct.unpack_from("!H", data, l3 + 6)[0]
+        if frag & 0x1FFF:
             return layer  # a later fragment has no L4 header
+        layer.fragment = bool(frag & 0x2000)  # MF: the first of several
         _set_l4(layer, data[l3 + 9], l3 + ihl, tot_len - ihl)
     elif eth_type == ETH_TYPE_IPV6 and size >= 40:
         plen = struct.unpack_from("!H", data, l3 + 4)[0]
         if plen + 40 > size:
             return layer
         layer.l3, layer.ipv, layer.l3_size = l3, 6, plen + 40
-        # Extension headers are outside the model: no L4 then.
-        _set_l4(layer, data[l3 + 6], l3 + 40, plen)
+        end = l3 + 40 + plen
+        nh, ofs = data[l3 + 6], l3 + 40
+        while nh in IPV6_EXT_HEADERS and ofs + 8 <= end:
+            if nh == IPV6_FRAGMENT:
+                offset_mf = struct.unpack_from("!H", data, ofs + 2)[0]
+                if offset_mf & 0xFFF8:
+                    layer.proto = data[ofs]
+                    return layer  # a later fragment has no L4 header
+                layer.fragment = bool(offset_mf & 1)
+                nh, ofs = data[ofs], ofs + 8
+            elif nh == IPV6_AH:
+                nh, ofs = data[ofs], ofs + (data[ofs + 1] + 2) * 4
+            else:
+                nh, ofs = data[ofs], ofs + (data[ofs + 1] + 1) * 8
+        if ofs > end:
+            return layer
+        _set_l4(layer, nh, ofs, end - ofs)
     return layer
 
 
@@ -98,11 +126,12 @@ class Packet:
     tunnel: str | None = None  # "vxlan", "geneve" or "gre" while OVS tracks it
     notes: list[str] = field(default_factory=list)
     gre_csum_ofs: int | None = None  # the GRE checksum field, when there is one
-    # Known OVS deviations this packet runs into (datapath/model/bugs.py), and the
-    # bytes OVS emits instead of the correct ones (None: same bytes, or a crash).
-    bugs: list = field(default_factory=list)
-    ovs_data: bytearray | None = None
+    # Known OVS deviations this packet runs into (datapath/model/bugs.py).
+    bugs: list[OvsBug] = field(default_factory=list)
     ovs_gre_csum: int | None = None  # what OVS wrote into the GRE checksum at push
+    # Where OVS changes the packet otherwise than the model (bugs.record_change).
+    ovs_changes: list[tuple[OvsBug, Callable[["Packet"], None], str]] = field(
+        default_factory=list)
     tso_segsz: int = 0  # set by a TSO rx port: the packet may be segmented on tx
 
     @classmethod
@@ -114,9 +143,8 @@ class Packet:
     def copy(self) -> "Packet":
         return Packet(bytearray(self.data), replace(self.outer),
                       None if self.inner is None else replace(self.inner), self.tunnel, [],
-                      self.gre_csum_ofs, list(self.bugs),
-                      None if self.ovs_data is None else bytearray(self.ovs_data),
-                      self.ovs_gre_csum, self.tso_segsz)
+                      self.gre_csum_ofs, list(self.bugs), self.ovs_gre_csum,
+                      list(self.ovs_changes), self.tso_segsz)
 
     # The outermost layer is what rewrites act on.
     @property
@@ -164,7 +192,7 @@ class Packet:
         lay = self.outer
         if lay.l4 is None:
             return
-        if lay.l4_csum.valid:
+        if lay.l4_csum.valid and not lay.fragment:
             lay.l4_csum = CsumState.PARTIAL
             self.notes.append(f"{lay.l4_name} checksum state valid -> partial ({what})")
             return
@@ -182,43 +210,52 @@ class Packet:
 
     # -- checksum arithmetic on a layer ---------------------------------------
 
-    def pseudo_header(self, lay: Layer) -> int:
+    def pseudo_header(self, lay: Layer, proto: int | None = None,
+                      length: int | None = None) -> int:
+        """RFC 768 / 9293 §3.1 (IPv4) and RFC 8200 §8.1 (IPv6: the upper-layer
+        protocol and length, whatever extension headers come before)."""
         assert lay.l3 is not None
         d, l3 = bytes(self.data), lay.l3
+        proto = lay.proto or 0 if proto is None else proto
+        length = lay.l4_size if length is None else length
         if lay.ipv == 4:
             return csum.pseudo_header_v4(d[l3 + 12:l3 + 16], d[l3 + 16:l3 + 20],
-                                         lay.proto or 0, lay.l4_size)
+                                         proto, length)
         return csum.pseudo_header_v6(d[l3 + 8:l3 + 24], d[l3 + 24:l3 + 40],
-                                     lay.proto or 0, lay.l4_size)
+                                     proto, length)
 
-    def l4_sum(self, lay: Layer) -> int:
+    def l4_sum(self, lay: Layer, pseudo_proto: int | None = None,
+               pseudo_len: int | None = None) -> int:
         """Ones' sum of pseudo-header and L4 bytes: 0xffff when the checksum is right."""
         assert lay.l4 is not None
         return csum.ones_sum(bytes(self.data[lay.l4:lay.l4 + lay.l4_size]),
-                             self.pseudo_header(lay))
+                             self.pseudo_header(lay, pseudo_proto, pseudo_len))
 
-    def set_ip_csum(self, lay: Layer, where: str) -> None:
-        """dp_packet_ip_set_header_csum(): only a header that fits the L3 data."""
+    def set_ip_csum(self, lay: Layer, where: str = "") -> None:
+        """Make an IPv4 header checksum right (RFC 791 §3.1, RFC 1071): the sum over
+        the whole header, options included, with the field taken as zero."""
         assert lay.l3 is not None
         ihl = (self.data[lay.l3] & 0x0F) * 4
-        if lay.ipv == 4 and 20 <= ihl < lay.l3_size:
+        if lay.ipv == 4 and 20 <= ihl <= lay.l3_size:
             self.put16(lay.l3 + 10, 0)
             self.put16(lay.l3 + 10, csum.checksum(bytes(self.data[lay.l3:lay.l3 + ihl])))
-            self.notes.append(f"{where} IP checksum completed in software")
+            if where:
+                self.notes.append(f"{where} IP checksum completed")
         lay.ip_csum = CsumState.GOOD
 
-    def set_l4_csum(self, lay: Layer, where: str) -> None:
-        """packet_{tcp,udp}_complete_csum(): a UDP checksum of 0 means none and stays 0."""
+    def set_l4_csum(self, lay: Layer, where: str = "", pseudo_proto: int | None = None,
+                    pseudo_len: int | None = None) -> None:
+        """Make a TCP or UDP checksum right: pseudo-header plus segment (RFC 9293
+        §3.1, RFC 768, RFC 8200 §8.1); a UDP result of 0 is sent as 0xffff (RFC 768).
+        (`pseudo_proto` computes it with another protocol: a known OVS bug.)"""
         ofs = lay.l4_csum_ofs
-        if lay.proto == PROTO_UDP and self.u16(ofs) == 0:
-            self.notes.append(f"{where} UDP checksum is 0 (none): left 0")
-        else:
-            self.put16(ofs, 0)
-            value = csum.finish(self.l4_sum(lay))
-            if lay.proto == PROTO_UDP and value == 0:
-                value = 0xFFFF
-            self.put16(ofs, value)
-            self.notes.append(f"{where} {lay.l4_name} checksum completed in software")
+        self.put16(ofs, 0)
+        value = csum.finish(self.l4_sum(lay, pseudo_proto, pseudo_len))
+        if lay.proto == PROTO_UDP and value == 0:
+            value = 0xFFFF
+        self.put16(ofs, value)
+        if where:
+            self.notes.append(f"{where} {lay.l4_name} checksum completed")
         lay.l4_csum = CsumState.GOOD
 
     # -- verdicts --------------------------------------------------------------
@@ -240,10 +277,13 @@ class Packet:
                 ok = csum.checksum(bytes(self.data[lay.l3:lay.l3 + ihl])) == 0
                 out[prefix + "IP"] = "good" if ok else (
                     "stale" if lay.ip_csum is CsumState.PARTIAL else "bad")
-            if lay.l4 is not None and lay.proto in (PROTO_TCP, PROTO_UDP):
+            if lay.l4 is not None and lay.proto in (PROTO_TCP, PROTO_UDP) and not lay.fragment:
                 name = prefix + lay.l4_name
                 if lay.proto == PROTO_UDP and self.u16(lay.l4_csum_ofs) == 0:
-                    out[name] = "none"
+                    # RFC 768: none over IPv4; RFC 8200 §8.1: never over IPv6, but
+                    # RFC 6935 lets a tunnel's outer UDP header go without.
+                    tunnel_outer = lay is self.outer and self.inner is not None
+                    out[name] = "none" if lay.ipv == 4 or tunnel_outer else "bad"
                 else:
                     ok = self.l4_sum(lay) == 0xFFFF
                     out[name] = "good" if ok else (
@@ -252,3 +292,9 @@ class Packet:
             ok = csum.checksum(bytes(self.data[self.gre_csum_ofs - 4:])) == 0
             out["outer.GRE"] = "good" if ok else "bad"
         return out
+
+
+def with_vlan(frame: bytes, vid: int, pcp: int = 0) -> bytes:
+    """IEEE 802.1Q: the frame as a trunk port sends it for an access VLAN, a tag
+    (TPID 0x8100, TCI = PCP(3) DEI(1) VID(12)) after the source MAC."""
+    return frame[:12] + struct.pack("!HH", ETH_TYPE_VLAN, (pcp << 13) | vid) + frame[12:]

@@ -1,142 +1,232 @@
-"""Checksum completion on the way out of a port (reference §4.3, §4.6).
+"""Egress: what may leave a tx port, derived from the checksum contract.
 
-OVS finishes a packet's partial checksums twice: netdev_send() with the flags
-the port advertises (whatever the port will not do is done in software), then
-the netdev-dummy driver with the flags it advertises but "forgets"
-(`_disabled`), doing everything else itself.  Good, bad and unknown checksums
-are never touched; only partial ones are finished.
+The contract (OVS Documentation/topics/userspace-checksum-offloading.rst, cited
+as CSUM-DOC; RFC 791, 768, 1071, 1624, 8200):
+
+E1  A checksum known good, known bad or of unknown state leaves as it is
+    (CSUM-DOC rules 2-4, 6: OVS "must not correct a known bad packet checksum",
+    and an unknown one was only patched incrementally, RFC 1624 §3).
+E2  A checksum OVS postponed (state partial: the header is valid but the
+    checksum "may not be set in the packet data", CSUM-DOC rule 5) must be
+    right on the wire: "performed by OVS or offloaded onto the NIC if the
+    egress NIC supports checksum offloading"; where the port lacks the feature,
+    "the data path will fall back to equivalent software implementation"
+    (CSUM-DOC, Design).  Right means RFC 791 §3.1 for an IPv4 header (a header
+    without payload too), RFC 9293 §3.1 for TCP, RFC 768 for UDP over IPv4
+    (where 0 means "no checksum", so a partial UDP checksum of 0 may also stay
+    0), RFC 8200 §8.1 for UDP over IPv6 (mandatory: 0 is never right), with
+    RFC 1071 arithmetic.
+E3  Who completes a postponed checksum is OVS's choice, visible only on a port
+    that advertises the feature but does not do it (netdev-dummy's `_disabled`,
+    a stand-in for a broken driver).  There the wire may show the checksum
+    right (OVS did it) or as handed to the port, untouched since it became
+    partial.  `Egress.allowed` lists every frame the contract allows.
+E4  Which port feature may complete which checksum: the innermost IP and L4
+    headers are the `ip` and `l4` features (for a tunnel packet too: DPDK's mbuf
+    API addresses the inner headers with the plain flags); the outer IPv4 and
+    UDP headers of a tunnel are `out_ip` and `out_udp`, or `ip` and `l4` when no
+    inner checksum is pending (then the packet is a plain one to the port).
+E5  A checksum covering another checksum that a port completes (an outer UDP
+    checksum over the inner packet, a GRE checksum) must be right for the frame
+    as completed: it is computed as if the covered checksum were already right
+    (Linux Documentation/networking/checksum-offloads.rst, "LCO").  No port
+    offers GRE checksum offload, so the GRE checksum (RFC 2784 §2.5) is always
+    the datapath's to compute.
+E6  An L4 checksum flagged partial on a packet that is neither TCP nor UDP has
+    nothing to complete (OVS offloads only TCP, UDP and SCTP): it leaves as is.
+
+Before a second tunnel header goes on, every pending checksum is completed in
+software: offload flags reach an inner and an outer header only (DPDK mbuf
+outer/inner offsets), so nothing below the new outer header can be handed on.
+
+Where OVS is known to break these rules, datapath/model/bugs.py describes the
+deviation, and `Egress.ovs_allowed` holds the frames OVS sends instead.
 """
 from __future__ import annotations
 
-import struct
+import itertools
+from dataclasses import dataclass, field
 
 from datapath.model import bugs, csum, gso
-from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
+from datapath.model.packet import PROTO_TCP, PROTO_UDP, Layer, Packet
 from datapath.offloads import CsumState, TxOffloads
 
 P = CsumState.PARTIAL
+Verdicts = dict[str, str]
 
 
-def transmit(pkt: Packet, tx: TxOffloads) -> list[Packet]:
-    """Everything that happens to a packet between the datapath and the wire:
-    software segmentation where the port cannot segment, then checksums."""
+@dataclass(frozen=True)
+class Slot:
+    """One checksum field OVS postponed, and who may complete it."""
+
+    name: str  # as the diff names it: "IP", "TCP", "outer.UDP", "inner.IP"
+    layer: str  # "inner" or "outer" (a plain packet has only an outer layer)
+    kind: str  # "ip" or "l4"
+    covers: frozenset[str]  # port feature flags that may complete it (E4)
+    optional: str = ""  # why it may also leave as handed to the port (E3)
+    may_stay: str = ""  # why the datapath may also leave it as it is for good (E2)
+
+    def lay(self, pkt: Packet) -> Layer:
+        lay = pkt.inner if self.layer == "inner" else pkt.outer
+        assert lay is not None
+        return lay
+
+    def ofs(self, pkt: Packet) -> int:
+        lay = self.lay(pkt)
+        assert lay.l3 is not None
+        return lay.l3 + 10 if self.kind == "ip" else lay.l4_csum_ofs
+
+    def set_state(self, pkt: Packet, state: CsumState) -> None:
+        if self.kind == "ip":
+            self.lay(pkt).ip_csum = state
+        else:
+            self.lay(pkt).l4_csum = state
+
+
+@dataclass
+class Egress:
+    """One frame that must leave, and every frame the contract allows instead."""
+
+    pkt: Packet  # the canonical frame: every optional checksum left as handed
+    allowed: dict[bytes, Verdicts] = field(default_factory=dict)  # frame -> verdicts
+    # What OVS is known to send instead (known bugs in pkt.bugs); empty: no deviation.
+    ovs_allowed: dict[bytes, Verdicts] = field(default_factory=dict)
+
+
+def transmit(pkt: Packet, tx: TxOffloads) -> list[Egress]:
+    """Everything between the datapath and the wire: software segmentation where
+    the port cannot segment (OVS Documentation/topics/userspace-tso.rst,
+    "Software segmentation fallback"), then the contract on each segment."""
     if pkt.tso_segsz and ("tso" not in tx.netdev_flags() or pkt.tunnel):
         segs = gso.segment(pkt)
     else:
         segs = [pkt]
-    for seg in segs:
-        finish(seg, tx)
-    return segs
+    return [complete(seg, tx) for seg in segs]
 
 
-def finish(pkt: Packet, tx: TxOffloads) -> None:
-    """Checksum completion of one packet (netdev_send, then the driver)."""
-    for lay in (pkt.outer, pkt.inner):
+def complete(pkt: Packet, tx: TxOffloads) -> Egress:
+    """The contract applied to one packet about to leave a port with `tx`."""
+    bugs.check_crashes(pkt, tx)
+    for lay in (pkt.outer, pkt.inner):  # E6
         if lay is not None and lay.l4_csum is P and lay.proto not in (PROTO_TCP, PROTO_UDP):
-            pkt.bugs.append(bugs.L4_PARTIAL_NOT_TCP_UDP)
             pkt.notes.append("L4 checksum partial on a packet that is neither TCP nor UDP: "
-                             "nothing to finish; a correct datapath sends it as it is")
+                             "nothing to complete; it leaves as it is")
             lay.l4_csum = CsumState.UNKNOWN
-    prepare(pkt, tx.netdev_flags(), "netdev_send:")
-    prepare(pkt, tx.driver_flags(), "driver:")
-    if pkt.gre_csum_ofs is not None:
-        finish_gre_csum(pkt)
-    for name, lay in (("outer", pkt.outer), ("inner", pkt.inner)):
-        if lay is None:
-            continue
-        for kind, state in (("IP", lay.ip_csum), ("L4", lay.l4_csum)):
-            if state is P:
-                pkt.notes.append(f"{name if pkt.inner else ''} {kind} checksum left partial: "
-                                 "the tx offload is advertised but _disabled".strip())
+    slots = pending_slots(pkt, tx)
+    allowed, canonical = variants(pkt, slots)
+    for slot in slots:
+        pkt.notes.append(f"{slot.name} checksum pending: " + (
+            f"right on the wire, or as handed ({slot.optional})" if slot.optional
+            else f"right on the wire, or as it is ({slot.may_stay})" if slot.may_stay
+            else "must be right on the wire"))
+    out = Egress(canonical, allowed)
+    canonical.notes = pkt.notes
+    deviations = bugs.deviations(pkt, [s.name for s in slots])
+    if deviations:  # OVS does all it does; a bug counts where it changes what leaves
+        merged = bugs.merge(pkt, deviations)
+        ovs = variants(merged.pkt, slots, merged.completions, merged.gre)[0]
+        if set(ovs) != set(allowed):
+            seen = [d for d in deviations
+                    if set(variants(d.pkt, slots, d.completions, d.gre)[0]) != set(allowed)]
+            out.ovs_allowed = ovs
+            for d in seen or deviations:
+                if d.bug not in canonical.bugs:
+                    canonical.bugs.append(d.bug)
+                canonical.notes.append(d.note)
+    return out
 
 
-def prepare(pkt: Packet, flags: frozenset[str], who: str) -> None:
-    """One pass of dp_packet_ol_send_prepare(pkt, flags)."""
-    out, inn = pkt.outer, pkt.inner
-    inner_partial = inn is not None and P in (inn.ip_csum, inn.l4_csum)
-    if not inner_partial:
-        if P not in (out.ip_csum, out.l4_csum):
-            return
-        if pkt.tunnel:  # no inner work left: from here on it is a plain packet
-            pkt.notes.append(f"{who} no inner checksum pending: the tunnel packet is "
-                             "finished as a plain one (inner offload flags apply)")
-            pkt.tunnel = None
-    if not pkt.tunnel or inn is None:
-        if out.ip_csum is P and "ip" not in flags and out.l3 is not None:
-            pkt.set_ip_csum(out, who)
-        if out.l4_csum is P and out.l4 is not None:
-            if ("tcp" if out.proto == PROTO_TCP else "udp") not in flags:
-                pkt.set_l4_csum(out, who)
-        return
-
-    flags = set(flags)
-    if pkt.tunnel in ("vxlan", "geneve") and "out_udp" not in flags and out.l4_csum is P:
-        if nested_udp_csum(pkt, who):
-            pass
-        else:
-            flags -= {"tcp", "udp", "ip"}
-            pkt.notes.append(f"{who} outer UDP shortcut not possible: inner checksums "
-                             "are finished in software whatever the port offers")
-    if inn.ip_csum is P and "ip" not in flags and inn.l3 is not None:
-        pkt.set_ip_csum(inn, f"{who} inner")
-    if inn.l4_csum is P and inn.l4 is not None:
-        if ("tcp" if inn.proto == PROTO_TCP else "udp") not in flags:
-            pkt.set_l4_csum(inn, f"{who} inner")
-    if out.ip_csum is P and "out_ip" not in flags and out.l3 is not None:
-        pkt.set_ip_csum(out, f"{who} outer")
-    if out.l4_csum is P and "out_udp" not in flags and out.l4 is not None:
-        pkt.set_l4_csum(out, f"{who} outer")
-
-
-def finish_gre_csum(pkt: Packet) -> None:
-    """The GRE checksum covers the GRE header and everything after it, as sent."""
-    ofs = pkt.gre_csum_ofs
-    assert ofs is not None
-    pkt.put16(ofs, 0)
-    value = csum.checksum(bytes(pkt.data[ofs - 4:]))
-    pkt.put16(ofs, value)
-    if pkt.ovs_gre_csum is not None and pkt.ovs_gre_csum != value:
-        pkt.bugs.append(bugs.GRE_CSUM_AT_PUSH)
-        pkt.ovs_data = bytearray(pkt.data)
-        struct.pack_into("!H", pkt.ovs_data, ofs, pkt.ovs_gre_csum)
-        pkt.notes.append(f"GRE checksum 0x{value:04x} over the final bytes; OVS sends "
-                         f"0x{pkt.ovs_gre_csum:04x}, taken at push before the inner "
-                         "checksums were finished")
+def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
+    """The postponed checksums, innermost first (the order E5 needs)."""
+    adv = tx.netdev_flags()
+    disabled = tx.driver_flags()
+    tunnel = pkt.inner is not None
+    inner_pending = pkt.inner is not None and P in (pkt.inner.ip_csum, pkt.inner.l4_csum)
+    layers = [("inner", True), ("outer", False)] if tunnel else [("outer", False)]
+    out: list[Slot] = []
+    for where, innermost in layers:
+        lay = pkt.inner if where == "inner" else pkt.outer
+        assert lay is not None
+        for kind in ("ip", "l4"):
+            if (lay.ip_csum if kind == "ip" else lay.l4_csum) is not P:
+                continue
+            if kind == "ip" and (lay.l3 is None or lay.ipv != 4):
+                continue
+            if kind == "l4" and (lay.l4 is None or lay.proto not in (PROTO_TCP, PROTO_UDP)
+                                 or lay.fragment):  # a fragment's covers the whole datagram
+                continue
+            plain = "ip" if kind == "ip" else ("tcp" if lay.proto == PROTO_TCP else "udp")
+            covers = {plain}
+            if tunnel and not innermost:
+                covers = {"out_ip" if kind == "ip" else "out_udp"}
+                if not inner_pending:
+                    covers.add(plain)
+            why = ""
+            if covers & disabled & adv:
+                why = f"the port advertises {'/'.join(sorted(covers & disabled))} but does not do it"
+            stay = ""
+            if kind == "l4" and lay.proto == PROTO_UDP and lay.ipv == 4 \
+                    and pkt.u16(lay.l4_csum_ofs) == 0:
+                stay = "a UDP checksum of 0 over IPv4 means none (RFC 768)"
+            prefix = f"{where}." if tunnel else ""
+            out.append(Slot(prefix + ("IP" if kind == "ip" else lay.l4_name), where, kind,
+                            frozenset(covers), why, stay))
+    return out
 
 
-def nested_udp_csum(pkt: Packet, who: str) -> bool:
-    """The outer UDP checksum without reading the inner payload (§4.6).
+def variants(pkt: Packet, slots: list[Slot],
+             completions: dict[str, bugs.Completion | None] | None = None,
+             gre: int | None = None) -> tuple[dict[bytes, Verdicts], Packet]:
+    """Every frame the slots allow, and the canonical one (each optional checksum
+    as handed, each that may stay as it was).
 
-    Its value is defined here by what it must equal, not by how OVS sums it:
-    the checksum the whole frame has once the inner L4 checksum is right (and
-    the inner IPv4 header checksum too, when its state is valid).  It applies
-    only to inner TCP, or inner UDP with a checksum, in a valid state.
-    """
-    inn, out = pkt.inner, pkt.outer
-    assert inn is not None and out.l4 is not None
-    if inn.l4 is None or inn.proto not in (PROTO_TCP, PROTO_UDP):
-        return False
-    if inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) == 0:
-        return False
-    if not inn.l4_csum.valid:
-        return False
-    if pkt.tso_segsz and inn.proto == PROTO_TCP:
-        _, length = gso.payload_bounds(pkt)
-        if length != pkt.tso_segsz * gso.n_segments(pkt):
-            pkt.bugs.append(bugs.TSO_SHORT_TUNNEL_ASSERT)
-            pkt.notes.append(f"TSO segment size {pkt.tso_segsz} still set on a tunnelled "
-                             f"packet with {length} payload bytes (nothing was segmented)")
-    ideal = pkt.copy()
-    ideal_inn = ideal.inner
-    assert ideal_inn is not None
-    if inn.ipv == 4 and inn.ip_csum.valid:
-        ideal.set_ip_csum(ideal_inn, "")
-    ideal.put16(ideal_inn.l4_csum_ofs, 0)
-    ideal.put16(ideal_inn.l4_csum_ofs, csum.finish(ideal.l4_sum(ideal_inn)))
-    ideal.put16(out.l4_csum_ofs, 0)
-    value = csum.finish(ideal.l4_sum(ideal.outer)) or 0xFFFF
-    pkt.put16(out.l4_csum_ofs, value)
-    out.l4_csum = CsumState.GOOD
-    pkt.notes.append(f"{who} outer UDP checksum from the nested-checksum shortcut "
-                     "(valid as if the inner checksums were complete)")
-    return True
+    A slot that may stay (E2) is a final choice: what covers it is computed over
+    the value chosen.  A slot handed to a port (E3) is not: what covers it is
+    computed as if the port had completed it (E5).  `completions` gives slots
+    OVS completes its own way (None: leaves as they are) and `gre` a fixed GRE
+    checksum: how a known bug deviates (bugs.Deviation)."""
+    completions = completions or {}
+    skip = frozenset(n for n, how in completions.items() if how is None)
+    handed = {s.name: pkt.u16(s.ofs(pkt)) for s in slots}
+    stays = [s for s in slots if s.may_stay and s.name not in skip]
+    allowed: dict[bytes, Verdicts] = {}
+    canonical: Packet | None = None
+    for kept in itertools.product((True, False), repeat=len(stays)):
+        left = skip | {s.name for s, keep in zip(stays, kept) if keep}
+        ideal = pkt.copy()
+        ideal.notes = []
+        for slot in slots:
+            own = completions.get(slot.name)
+            if own is not None:
+                own(ideal, slot.lay(ideal))
+            elif slot.name not in left:
+                (ideal.set_ip_csum if slot.kind == "ip" else ideal.set_l4_csum)(slot.lay(ideal))
+            elif slot.may_stay and slot.name not in skip:
+                slot.set_state(ideal, CsumState.GOOD)  # a final choice, not a pending one
+        if ideal.gre_csum_ofs is not None:
+            ofs = ideal.gre_csum_ofs
+            ideal.put16(ofs, 0)
+            ideal.put16(ofs, csum.checksum(bytes(ideal.data[ofs - 4:])) if gre is None else gre)
+        optional = [s for s in slots if s.optional and s.name not in left]
+        for choice in itertools.product((True, False), repeat=len(optional)):
+            variant = ideal.copy()
+            for slot, as_handed in zip(optional, choice):
+                if as_handed:
+                    variant.put16(slot.ofs(variant), handed[slot.name])
+                    slot.set_state(variant, P)
+            allowed.setdefault(bytes(variant.data), variant.csum_verdicts())
+            canonical = canonical or variant
+    assert canonical is not None
+    return allowed, canonical
+
+
+def complete_in_software(pkt: Packet, why: str) -> None:
+    """Every pending checksum right, by the datapath itself (before a second
+    tunnel header: see the module docstring)."""
+    slots = pending_slots(pkt, TxOffloads())
+    _, done = variants(pkt, slots)
+    pkt.data = done.data
+    for slot in slots:
+        slot.set_state(pkt, CsumState.GOOD)
+    if slots:
+        pkt.notes.append(f"{why} completed {', '.join(s.name for s in slots)} in software")

@@ -1,0 +1,168 @@
+"""Both datapath paths, every time: the upcall that installs a flow, then the
+flow itself.
+
+dpif-netdev classifies a packet through caches before its flow table: the
+simple-match table (flows that match only what every flow matches), the exact
+match cache (EMC), the signature match cache (SMC), then the megaflow
+classifier (dpcls); a miss goes up to ofproto (an upcall), which installs a
+datapath flow.  Each path parses the packet its own way, so a case sends its
+frames twice: once into a datapath without flows (the upcall path), once more
+(a cache or the classifier), and checks that both produce the same frames and
+that the datapath's own counters (`dpif-netdev/pmd-stats-show`) show which
+path served each pass.
+
+The caches are chosen per id (`mode_for`): EMC on (inserting every flow:
+emc-insert-inv-prob=1), SMC on with EMC off, or neither (dpcls only).  Where a
+port has only simple-match flows, that table serves instead (OVS documentation
+Documentation/topics/dpdk/bridge.rst on EMC and SMC; simple match: NEWS 2.17).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, fields
+from typing import Callable
+
+import pytest
+
+from harness.control import check
+from harness.sandbox import Sandbox
+from harness.wait import WaitTimeout, wait_until
+from reports.records import Step
+
+CACHE_MODES: dict[str, dict[str, str]] = {
+    "emc": {"emc-insert-inv-prob": "1", "smc-enable": "false"},
+    "smc": {"emc-insert-inv-prob": "0", "smc-enable": "true"},
+    "dpcls": {"emc-insert-inv-prob": "0", "smc-enable": "false"},
+}
+_LINES = {"received": "Rx packets", "passes": "Datapath passes", "phwol": "- PHWOL hits",
+          "simple": "- Simple Match hits", "emc": "- EMC hits", "smc": "- SMC hits",
+          "megaflow": "- Megaflow hits", "upcalls": "- Upcalls", "lost": "- Lost upcalls"}
+
+
+def mode_for(nodeid: str) -> str:
+    """A cache mode for an id: spread evenly and the same in every run."""
+    modes = list(CACHE_MODES)
+    return modes[int(hashlib.sha1(nodeid.encode()).hexdigest(), 16) % len(modes)]
+
+
+def cache_config(mode: str) -> dict[str, str]:
+    return dict(CACHE_MODES[mode])
+
+
+@dataclass(frozen=True)
+class PathStats:
+    """dpif-netdev's per-path packet counters, summed over its threads."""
+
+    received: int = 0
+    passes: int = 0
+    phwol: int = 0
+    simple: int = 0
+    emc: int = 0
+    smc: int = 0
+    megaflow: int = 0
+    upcalls: int = 0
+    lost: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> "PathStats":
+        values = dict.fromkeys(_LINES, 0)
+        for name, label in _LINES.items():
+            for m in re.finditer(rf"^\s*{re.escape(label)}:\s+(\d+)", text, re.M):
+                values[name] += int(m.group(1))
+        return cls(**values)
+
+    @classmethod
+    def read(cls, sb: Sandbox) -> "PathStats":
+        return cls.parse(check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout)
+
+    def __sub__(self, other: "PathStats") -> "PathStats":
+        return PathStats(**{f.name: getattr(self, f.name) - getattr(other, f.name)
+                            for f in fields(self)})
+
+    @property
+    def hits(self) -> int:
+        return self.phwol + self.simple + self.emc + self.smc + self.megaflow
+
+    def describe(self) -> str:
+        return ", ".join(f"{f.name} {getattr(self, f.name)}" for f in fields(self)
+                         if getattr(self, f.name))
+
+
+class PathMismatch(AssertionError):
+    """The fast path did not serve, or did not do what the upcall path did."""
+
+
+def fresh(sb: Sandbox) -> None:
+    """No datapath flow left: the next packet of any id takes the upcall path."""
+    check(sb.appctl("revalidator/purge"))
+
+
+def both_paths(sb: Sandbox, mode: str, send: Callable[[str], list[bytes]],
+               steps: list[Step] | None = None) -> list[bytes]:
+    """send("upcall") into a datapath without flows, then send("fast path");
+    check the counters of each, and that both sends left the same frames.
+
+    `send` is a send-and-expect step that returns what left (and raises on a
+    mismatch).  A known bug that xfails the first send is checked on the second
+    too: the xfail stands only if the fast path deviates the same way."""
+    fresh(sb)
+    before = PathStats.read(sb)
+    first_xfail: BaseException | None = None
+    try:
+        first = send("upcall")
+    except pytest.xfail.Exception as exc:
+        if not sb.vswitchd or not sb.vswitchd.alive():
+            raise  # a known crash: there is no second path to take
+        first_xfail, first = exc, []
+    middle, slow = _settle(sb, before, lambda d: d.passes > 0 and d.upcalls + d.lost > 0,
+                           "the first send to take the upcall path")
+    second_xfail: BaseException | None = None
+    try:
+        second = send(f"fast path ({mode})")
+    except pytest.xfail.Exception as exc:
+        second_xfail, second = exc, []
+    _, fast = _settle(sb, middle, lambda d: d.passes >= slow.passes,
+                      "the second send to pass the datapath as often as the first")
+    problems = []
+    if fast.upcalls or fast.lost:
+        problems.append(f"the second send went up again ({fast.describe()}): the flow the "
+                        "first installed did not serve it")
+    if fast.passes != slow.passes or fast.hits != fast.passes:
+        problems.append(f"datapath passes: first send {slow.describe()}; second {fast.describe()}")
+    served = {"emc": fast.emc, "smc": fast.smc, "dpcls": fast.megaflow}[mode]
+    if not problems and fast.simple + served != fast.passes:
+        problems.append(f"with the {mode} cache on, the second send was served by: "
+                        f"{fast.describe()}")
+    if (first_xfail is None) != (second_xfail is None):
+        problems.append("the upcall path " + ("deviated as a known bug and the fast path did "
+                                              "not" if first_xfail else "was right and the fast "
+                                              "path deviated as a known bug"))
+    elif steps is not None and len(steps) >= 2 and steps[-1].captured != steps[-2].captured:
+        problems.append(f"the fast path left other frames than the upcall path "
+                        f"({len(steps[-1].captured)} against {len(steps[-2].captured)})")
+    elif first_xfail is None and first != second:
+        problems.append(f"the fast path left other frames than the upcall path "
+                        f"({len(second)} against {len(first)})")
+    if problems:
+        raise PathMismatch("\n".join(problems))
+    if first_xfail is not None:
+        raise first_xfail
+    return second
+
+
+def _settle(sb: Sandbox, base: PathStats, done: Callable[[PathStats], bool],
+            what: str) -> tuple[PathStats, PathStats]:
+    """(counters, counters since `base`), once `done` holds of the latter (PMD
+    threads count asynchronously)."""
+    seen: list[PathStats] = []
+
+    def ready() -> bool:
+        seen.append(PathStats.read(sb))
+        return done(seen[-1] - base)
+    try:
+        wait_until(ready, 5.0, what=what)
+    except WaitTimeout as exc:
+        last = (seen[-1] - base).describe() if seen else "no counters"
+        raise PathMismatch(f"{exc}: {last}") from None
+    return seen[-1], seen[-1] - base

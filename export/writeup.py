@@ -1,0 +1,208 @@
+"""The plain-text report next to an exported test: what is wrong, the minimal
+frame, where in OVS, the rule broken, expected against actual, how to run it.
+
+The rule each known bug breaks is written here, from the RFCs and OVS's own
+documentation (the model's sources), not from OVS's code.
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+
+from datapath.model.bugs import OvsBug
+from export.frames import scapy_line, split_hex
+from reports.records import CaseRecord, Step
+
+WIDTH = 78
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How an exported test for a known bug is titled, and the rule it checks."""
+
+    title: str  # the AT_SETUP title, after "dpif-netdev - "
+    rule: str
+    fix_hint: str = ""
+
+
+CSUM_DOC = "Documentation/topics/userspace-checksum-offloading.rst"
+TSO_DOC = "Documentation/topics/userspace-tso.rst"
+
+RULES: dict[str, Rule] = {
+    "gre-csum-at-push": Rule(
+        "gre tunnel - csum covers the inner packet as sent",
+        "RFC 2784 section 2.5: the GRE Checksum field \"contains the IP (one's "
+        "complement) checksum sum of the all the 16 bit words in the GRE header and the "
+        "payload packet\" (RFC 1071 arithmetic), i.e. of the bytes on the wire.  "
+        f"{CSUM_DOC}: OVS \"postpones checksum updates until the packet egresses the "
+        "datapath\", so an inner checksum that is still pending when the GRE header is "
+        "pushed changes the payload after the GRE checksum was taken.  A receiver that "
+        "checks GRE checksums (RFC 2784 section 2.5) drops the packet.",
+        "compute the GRE checksum only once the inner checksums are final (at send "
+        "time), or finish them before the GRE checksum is taken"),
+    "l4-partial-assert": Rule(
+        "l4 csum partial flag on a packet that is not tcp or udp",
+        f"{CSUM_DOC}: \"Open vSwitch strives to forward packets as they arrive "
+        "regardless of whether the checksum is correct or not\" and rule 1, \"OVS should "
+        "strive to forward all packets regardless of checksum\".  ARP (RFC 826) has no "
+        "checksum and ICMP/ICMPv6 (RFC 792, RFC 4443) are not an L4 checksum a netdev "
+        "offloads: there is nothing to finish, and a flag a port stamps on what it "
+        "receives must not abort the daemon.  The packet must leave unchanged.",
+        "in dp_packet_ol_send_prepare(), finish only TCP, UDP and SCTP checksums and "
+        "leave any other packet as it is instead of asserting"),
+    "tso-short-tunnel-assert": Rule(
+        "tunnel tso - udp tunnel csum with less payload than one segment",
+        f"{TSO_DOC}: a TSO packet sent over a port that cannot segment is segmented in "
+        "software; a payload no longer than the segment size is one segment, sent as "
+        "it is.  Its outer UDP checksum must then be valid for that frame: RFC 768 "
+        "(UDP checksum), RFC 7348 section 5 for VXLAN and RFC 8926 section 3.3 for "
+        "Geneve (a non-zero UDP checksum \"MUST be correctly calculated across the "
+        "entire packet\"), RFC 8200 section 8.1 over IPv6.  The daemon must not abort.",
+        "in packet_udp_tunnel_csum(), adjust the outer checksum for segmentation only "
+        "when the payload is longer than one segment"),
+    "udp6-partial-zero-csum": Rule(
+        "IPv6 udp csum partial with a zero checksum field",
+        f"{CSUM_DOC} rule 5: a partial checksum \"may not be set in the packet data\" and "
+        "is completed at egress.  RFC 8200 section 8.1: \"unlike IPv4, the default behavior "
+        "when UDP packets are originated by an IPv6 node is that the UDP checksum is not "
+        "optional\"; a receiver discards a UDP/IPv6 packet with a zero checksum.  Zero is "
+        "no \"no checksum\" marker over IPv6: the checksum must be computed.",
+        "in packet_udp_complete_csum(), skip a zero checksum only over IPv4"),
+    "ipv4-header-only-csum": Rule(
+        "ip csum offload - header without payload",
+        "RFC 791 section 3.1: the header checksum covers the header and must be correct "
+        f"in every IPv4 packet, whatever follows it.  {CSUM_DOC}: a checksum OVS postponed "
+        "is completed at egress by OVS or the port.  A header-only packet (total length = "
+        "header length) leaves with the stale checksum, and receivers drop it.",
+        "in dp_packet_ip_set_header_csum(), compute the checksum whenever the header fits "
+        "the L3 data (ip_hdr_len <= l3 size)"),
+    "gso-cwr-every-segment": Rule(
+        "tso - CWR on the first segment only",
+        "RFC 3168 section 6.1.2: the TCP sender sets CWR in the first new data packet "
+        "after it reduced its window.  Segmenting one TSO packet into several must keep "
+        "CWR on the first segment only, as Linux GSO (tcp_gso_segment) and NIC TSO do; "
+        "a CWR on every segment tells the receiver of several window reductions.",
+        "in dp_packet_gso_update_segment(), clear CWR on every segment after the first"),
+    "ipv6-ext-pseudo-header": Rule(
+        "IPv6 csum with extension headers - pseudo-header next header",
+        "RFC 8200 section 8.1: the pseudo-header's Next Header is \"the upper-layer "
+        "protocol\" (6 for TCP, 17 for UDP), which \"will differ from the Next Header value "
+        "in the IPv6 header if there are extension headers\", and its length is the "
+        "upper-layer packet's.  A checksum completed with the first extension header's "
+        "type is wrong on the wire, and receivers drop the packet.",
+        "pass the upper-layer protocol (the flow's nw_proto) and the L4 length to "
+        "packet_csum_upperlayer6() and to the tunnel checksum shortcut"),
+    "ipv4-later-fragment-rewrite": Rule(
+        "ip address rewrite of a later fragment",
+        "RFC 791 section 3.2: only the first fragment carries the upper-layer header; a "
+        "later fragment's payload is data.  Rewriting an address changes the TCP/UDP "
+        "checksum of the whole datagram, which lives in the first fragment only; a later "
+        "fragment must be left as it is apart from its IP header.  Patching two payload "
+        "bytes corrupts the reassembled datagram.",
+        "in packet_set_ipv4_addr(), update an L4 checksum only when the packet is not a "
+        "later fragment"),
+}
+
+
+def rule_for(bug: OvsBug) -> Rule:
+    return RULES.get(bug.key, Rule(bug.key.replace("-", " "),
+                                   "(no rule written for this bug yet: see "
+                                   "datapath/model/bugs.py and the model's notes below)"))
+
+
+def _para(label: str, text: str) -> list[str]:
+    return [label, *textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="  ",
+                                  break_on_hyphens=False), ""]
+
+
+def _hex_block(data: str) -> list[str]:
+    return ["    " + line for line in split_hex(data, 64)]
+
+
+def _frame(label: str, hexa: str) -> list[str]:
+    data = bytes.fromhex(hexa)
+    return [f"  {label} ({len(data)} bytes):",
+            *textwrap.wrap(scapy_line(data), WIDTH, initial_indent="    ",
+                           subsequent_indent="      ", break_on_hyphens=False),
+            *_hex_block(hexa), ""]
+
+
+def _bug_step(case: CaseRecord, bug: OvsBug | None) -> Step | None:
+    for step in case.steps:
+        if bug is None and not step.ok or bug is not None and step.bugs.get(bug.key):
+            return step
+    return case.steps[0] if case.steps else None
+
+
+def _abort_line(case: CaseRecord) -> str:
+    for line in reversed(case.log_excerpt):
+        if "|EMER|" in line or "assertion" in line:
+            return re.sub(r"^\S+\|\d+\|", "", line)
+    return ""
+
+
+def _config(case: CaseRecord) -> list[str]:
+    """The case's configuration commands, short: what a reader must know."""
+    out = []
+    for command in case.commands:
+        argv = command.argv
+        tool = argv[0].rsplit("/", 1)[-1] if argv else ""
+        if tool not in ("ovs-vsctl", "ovs-ofctl", "ovs-appctl"):
+            continue
+        words = [a for a in argv[1:] if not re.match(r"--(timeout|db)=", a)]
+        text = " ".join([tool, *words])
+        if words[:1] in (["netdev-dummy/receive"], ["dpctl/show"], ["--no-wait"]) and \
+                "other_config" not in text:
+            continue
+        out.append("    " + re.sub(r"(/[^ ]*)?/(p\d+-tx\.pcap)", r"\2", text))
+    return out
+
+
+def render(case: CaseRecord, at_name: str, title: str, keyword: str,
+           bug: OvsBug | None, ovs: str) -> str:
+    """The write-up for one exported case."""
+    step = _bug_step(case, bug)
+    head = f"{bug.key}: {bug.title}" if bug else f"{case.nodeid}: {case.outcome}"
+    out = [head[:WIDTH * 3], "=" * min(len(head), WIDTH), ""]
+    if bug:
+        effect = "ovs-vswitchd aborts" if bug.crash else "the frame on the wire is wrong"
+        out += _para("What is wrong", f"{bug.title} ({effect}; seen in OVS "
+                                      f"{', '.join(bug.seen_in)}).")
+        out += _para("Where in OVS", bug.where)
+        out += _para("The rule it breaks", rule_for(bug).rule)
+    out += _para("The case", f"{case.nodeid} ({case.outcome} with {ovs}); exported as "
+                 f"{at_name}, AT_SETUP([{title}]).")
+    out += ["  Configuration, in the order the case made it:", *_config(case), ""]
+    if step is not None:
+        out += ["Minimal frame", ""]
+        for hexa in step.sent:
+            out += _frame(f"received on {step.rx_port}", hexa)
+        for n, hexa in enumerate(step.expected):
+            out += _frame(f"must leave {step.tx_port} (the model's frame {n + 1})", hexa)
+        for n, hexa in enumerate(step.captured):
+            if hexa not in step.expected:
+                out += _frame(f"what {ovs} sent instead (frame {n + 1})", hexa)
+        out += ["Expected against actual", ""]
+        abort = _abort_line(case) if bug is not None and bug.crash else ""
+        if abort:
+            out += [(f"  expected: {step.tx_port} sends the frame above; ovs-vswitchd keeps "
+                     "running"), f"  actual:   ovs-vswitchd aborts: {abort}"]
+        else:
+            out += ["  " + line for line in step.diff or ["(no difference recorded)"]]
+        notes = [n for n in step.notes if not n.startswith("known OVS bug")]
+        if notes:
+            out += ["", "  The model's reasoning:", *("    - " + n for n in notes)]
+        out.append("")
+    out += _para("How to run it", f"Append {at_name} to tests/dpif-netdev.at (or to a file "
+                 "included from tests/testsuite.at), then from the build directory:")
+    out += [f"    make check TESTSUITEFLAGS='-k {keyword}'", ""]
+    if bug:
+        where = ("at `ovs-appctl version` right after the packet: ovs-vswitchd is gone"
+                 if bug.crash else f"at the `tail -n` check of {step.tx_port if step else 'the'}"
+                 " pcap: the diff shows the model's line (-) against the frame OVS sent (+)")
+        out += _para("What the test shows",
+                     f"On OVS {', '.join(bug.seen_in)} it fails {where}.  On a build "
+                     "where the bug is fixed it passes.  A fix could "
+                     f"{rule_for(bug).fix_hint or 'follow the rule above'}.")
+    return "\n".join(out).rstrip() + "\n"

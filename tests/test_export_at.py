@@ -1,0 +1,234 @@
+"""export-at: a case record as an upstream Autotest test, and its report.
+
+The generator is pure, so these tests feed it synthetic records and check the
+text: its structure (AT_SETUP..AT_CLEANUP, balanced m4 quotes and
+parentheses), that every command of the transcript is replayed in order, that
+the expected frames come from the record's model frames (never from what OVS
+sent), and the command line's one-line errors.  (bench/export_at_check.sh runs
+exported tests in upstream's own testsuite.)
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from scapy.layers.inet import ICMP, IP
+from scapy.layers.l2 import Ether
+
+from datapath.model import bugs
+from export import at, cli, writeup
+from export.frames import checksums_valid, layer_chunks
+from reports.records import CaseRecord, Command, Step
+
+RUN = "/somewhere/out/cases/test_x-1234abcd"
+SENT = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") /
+             IP(src="10.0.0.1", dst="10.0.0.2") / ICMP() / b"payload").hex()
+MODEL = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") /
+              IP(src="10.0.0.1", dst="192.168.1.1") / ICMP() / b"payload").hex()
+GOT = MODEL[:60] + "dead" + MODEL[64:]  # what OVS "sent": must never be the expectation
+
+
+def _cmd(*argv: str, rc: int = 0, stdout: str = "") -> Command:
+    return Command(list(argv), rc, stdout, "", 0.001)
+
+
+def _case(bug_key: str = "", outcome: str = "failed") -> CaseRecord:
+    vsctl = ["/usr/bin/ovs-vsctl", "--timeout=10", f"--db=unix:{RUN}/db.sock"]
+    show = ("ovs-appctl", "dpctl/show", "-s")
+    return CaseRecord(
+        nodeid="cases/test_x.py::test_fwd[icmp]", outcome=outcome,
+        commands=[
+            _cmd("/usr/bin/ovsdb-tool", "create", f"{RUN}/conf.db", "/x/vswitch.ovsschema"),
+            _cmd(*vsctl, "--no-wait", "init"),
+            _cmd(*vsctl, "--no-wait", "set", "Open_vSwitch", ".",
+                 "other_config:userspace-tso-enable=true"),
+            _cmd(*vsctl, "add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy"),
+            _cmd("ovs-appctl", "vlog/set", "netdev_dummy:file:dbg"),
+            _cmd(*vsctl, "add-port", "br1", "p1", "--", "set", "Interface", "p1", "type=dummy",
+                 f"options:tx_pcap={RUN}/p1-tx.pcap"),
+            _cmd(*vsctl, "add-port", "br1", "p2", "--", "set", "Interface", "p2", "type=dummy",
+                 f"options:tx_pcap={RUN}/p2-tx.pcap"),
+            _cmd("ovs-appctl", "tnl/egress_port_range", "57363", "57363", stdout="OK\n"),
+            _cmd("/usr/bin/ovs-ofctl", "add-flow", "br1",
+                 "in_port=p1,actions=mod_nw_dst:192.168.1.1,output:p2"),
+            _cmd(*vsctl, "set", "Interface", "p1", "options:ol_ip_rx_csum_set_good=true",
+                 "external_ids:note=[odd]"),
+            _cmd(*show, stdout="dummy@ovs-dummy: ..."),
+            _cmd("ovs-appctl", "netdev-dummy/receive", "p1", SENT),
+            _cmd(*show, stdout="dummy@ovs-dummy: ..."),
+            _cmd(*show, stdout="dummy@ovs-dummy: ..."),
+            _cmd(*vsctl, "get", "Interface", "p2", "status", stdout="{a=b}\n"),
+            _cmd("ovs-appctl", "bogus/command", rc=2),
+        ],
+        steps=[Step("rx_ip_good tx_none", "p1", "p2", [SENT], [MODEL], [GOT], False,
+                    diff=["IP.chksum: expected 0x1, got 0x2"],
+                    bugs={bug_key: "present"} if bug_key else {})],
+    )
+
+
+def unwrapped(text: str) -> str:
+    """The text with shell line continuations joined, as the shell reads it."""
+    return re.sub(r" *\\\n *", " ", text)
+
+
+def at_data(text: str) -> dict[str, str]:
+    """AT_DATA file name -> its content (the bracketed hex chunks joined)."""
+    files = {}
+    for match in re.finditer(r"AT_DATA\(\[(\w+)\], m4_join\(\[\],\n(.*?)\n\)\)", text, re.DOTALL):
+        lines = [ln for ln in match.group(2).splitlines() if not ln.startswith("dnl ")]
+        files[match.group(1)] = "".join(re.findall(r"\[([0-9a-f]*)\]", "\n".join(lines)))
+    return files
+
+
+def balanced(text: str) -> bool:
+    """m4 quotes and parentheses nest properly (dnl comments aside)."""
+    code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("dnl "))
+    quotes = parens = 0
+    for ch in code:
+        quotes += {"[": 1, "]": -1}.get(ch, 0)
+        if quotes == 0:
+            parens += {"(": 1, ")": -1}.get(ch, 0)
+        if quotes < 0 or parens < 0:
+            return False
+    return quotes == 0 and parens == 0
+
+
+def test_export_is_a_well_formed_at_test() -> None:
+    test = at.render(_case(), "dpif-netdev - fwd icmp", ["userspace", "offload"])
+    text = test.text
+    lines = text.strip().splitlines()
+    assert lines[0] == "AT_SETUP([dpif-netdev - fwd icmp])"
+    assert lines[1] == "AT_KEYWORDS([userspace offload])"
+    assert lines[-2:] == ["OVS_VSWITCHD_STOP", "AT_CLEANUP"]
+    assert text.count("AT_SETUP(") == text.count("AT_CLEANUP") == 1
+    assert balanced(text)
+    assert RUN not in text and "/usr/bin" not in text and "--db=" not in text
+    assert "@<:@odd@:>@" in text  # a literal bracket is a quadrigraph, not an m4 quote
+
+
+def test_every_command_of_the_transcript_is_replayed_in_order() -> None:
+    case = _case()
+    text = unwrapped(at.render(case, "t", ["k"]).text)
+    wanted = [
+        "add-br br1 -- set bridge br1 datapath-type=dummy",
+        "AT_CHECK([ovs-appctl vlog/set netdev_dummy:file:dbg])",
+        "ovs-vsctl add-port br1 p1 -- set Interface p1 type=dummy options:tx_pcap=p1-tx.pcap",
+        "ovs-vsctl add-port br1 p2 -- set Interface p2 type=dummy options:tx_pcap=p2-tx.pcap",
+        "AT_CHECK([ovs-appctl tnl/egress_port_range 57363 57363], [0], [OK\n])",
+        "AT_CHECK([ovs-ofctl add-flow br1 in_port=p1,actions=mod_nw_dst:192.168.1.1,output:p2])",
+        "ovs-vsctl set Interface p1 options:ol_ip_rx_csum_set_good=true",
+        "AT_CHECK([ovs-appctl netdev-dummy/receive p1 $(cat frame1)])",
+        "AT_CHECK([ovs-vsctl get Interface p2 status], [0], [ignore])",
+        "AT_CHECK([ovs-appctl bogus/command], [2])",
+    ]
+    # Settings made before vswitchd started, then the opening ovs-vsctl call,
+    # are OVS_VSWITCHD_START's vsctl-args, in that order (as upstream's tso tests).
+    start = text.index("OVS_VSWITCHD_START(")
+    args = text[start:text.index("])", start)]
+    assert args.index("set Open_vSwitch . other_config:userspace-tso-enable=true -- ") < \
+        args.index("add-br br1 -- set bridge br1 datapath-type=dummy")
+    assert "--no-wait" not in text
+    positions = [text.find(w) for w in wanted]
+    assert all(p >= 0 for p in positions), [w for w, p in zip(wanted, positions) if p < 0]
+    assert positions == sorted(positions)
+    assert "dpctl/show" not in text  # the harness's rx-counter polls
+    assert text.count("AT_CHECK([ovs-vsctl get Interface p2 status]") == 1
+
+
+def test_frames_come_from_the_record_and_the_expectation_from_the_model() -> None:
+    text = at.render(_case(), "t", ["k"]).text
+    files = at_data(text)
+    assert files == {"frame1": SENT, "expected1": MODEL}
+    assert GOT not in text.replace("\n", "")
+    check = text[text.index("AT_CHECK([ovs-appctl netdev-dummy/receive"):]
+    assert check.index("OVS_WAIT_UNTIL([test $(ovs-pcap p2-tx.pcap | wc -l) -ge 1])") < \
+        check.index("AT_CHECK([awk 1 expected1 > expout])") < \
+        check.index("AT_CHECK([tail -n 1 p2-tx.pcap.txt], [0], [expout])")
+    assert "dnl IP(" in text and "dnl ICMP(" in text  # each layer under its scapy line
+
+
+def test_an_abort_bug_checks_that_vswitchd_survives_the_packet() -> None:
+    text = at.render(_case(bugs.L4_PARTIAL_NOT_TCP_UDP.key), "t", ["k"]).text
+    after = text[text.index("netdev-dummy/receive"):]
+    survive = after.index("AT_CHECK([ovs-appctl version], [0], [ignore])")
+    assert survive < after.index("OVS_WAIT_UNTIL")
+    plain = at.render(_case(bugs.GRE_CSUM_AT_PUSH.key), "t", ["k"]).text
+    assert "ovs-appctl version" not in plain
+
+
+def test_an_unchanged_frame_is_one_file() -> None:
+    case = _case()
+    case.steps[0].expected = [SENT]
+    text = at.render(case, "t", ["k"]).text
+    assert at_data(text) == {"frame1": SENT}
+    assert "AT_CHECK([awk 1 frame1 > expout])" in text
+
+
+def test_layer_chunks_cover_every_byte_and_checksums_are_judged() -> None:
+    frame = bytes.fromhex(SENT)
+    chunks = layer_chunks(frame)
+    assert "".join(h for _, h in chunks) == SENT
+    assert [t.split("(")[0] for t, _ in chunks] == ["Ether", "IP", "ICMP", "Raw"]
+    assert layer_chunks(frame[:20])  # a truncated frame still gives its bytes
+    assert "".join(h for _, h in layer_chunks(frame[:20])) == frame[:20].hex()
+    assert checksums_valid(frame)
+    assert not checksums_valid(bytes.fromhex(GOT))
+
+
+def test_writeup_names_rule_function_frames_and_how_to_run() -> None:
+    bug = bugs.GRE_CSUM_AT_PUSH
+    text = writeup.render(_case(bug.key, "xfailed"), "gre.at", "dpif-netdev - x", bug.key,
+                          bug, "OVS 4.0.0")
+    assert bug.where in text.replace("\n  ", " ")
+    assert "RFC 2784" in text and "make check TESTSUITEFLAGS='-k gre-csum-at-push'" in text
+    assert SENT[:64] in text and MODEL[:64] in text and GOT[:64] in text
+    assert "IP.chksum: expected 0x1, got 0x2" in text
+
+
+def test_minimal_case_is_the_smallest_frame_that_xfails_on_the_bug() -> None:
+    key = bugs.GRE_CSUM_AT_PUSH.key
+
+    def case(nodeid: str, size: int, outcome: str = "xfailed", status: str = "present") -> CaseRecord:
+        return CaseRecord(nodeid=nodeid, outcome=outcome, commands=[_cmd("ovs-appctl", "x")],
+                          steps=[Step("s", "p1", "p2", ["00" * size], [], [], False,
+                                      bugs={key: status})])
+    cases = [case("a", 300), case("b", 100, outcome="passed"), case("c", 90, status="absent"),
+             case("d", 200), case("e", 60, outcome="failed")]
+    chosen = cli.minimal(cases, bugs.GRE_CSUM_AT_PUSH)
+    assert chosen is not None and chosen.nodeid == "d"
+    assert cli.minimal(cases[1:3], bugs.GRE_CSUM_AT_PUSH) is None
+
+
+@pytest.mark.parametrize("given", ["no-such-bug", "cases/test_nothing_here.py::test_x",
+                                   "cases/test_tso.py"])
+def test_unknown_id_is_one_line_and_exit_code_2(given: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([given, "--out-dir", "/nonexistent/never-written"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"unknown ID {given!r}" in err
+    assert "gre-csum-at-push" in err  # it names the keys it knows
+
+
+def test_a_bug_key_exports_its_minimal_case_from_results(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """--results: no run; the xfailed case on the bug is exported as KEY.at and
+    KEY.txt; a bug no case showed is exit status 1, naming it."""
+    from reports.records import RunRecord
+    case = _case(bugs.GRE_CSUM_AT_PUSH.key, "xfailed")
+    other = _case(bugs.GRE_CSUM_AT_PUSH.key, "passed")
+    other.nodeid = "cases/test_x.py::test_fwd[passed]"
+    results = tmp_path / "results.json"
+    RunRecord("2026-01-01T00:00:00", 1.0, "host", "dummy", {"ovs": "4.0.0"},
+              [other, case]).dump(str(results))
+    out = tmp_path / "out"
+    assert cli.main(["gre-csum-at-push", "--results", str(results), "--out-dir", str(out)]) == 0
+    text = (out / "gre-csum-at-push.at").read_text()
+    assert text.startswith("AT_SETUP([dpif-netdev - " + writeup.RULES["gre-csum-at-push"].title)
+    assert "AT_KEYWORDS([userspace offload gre-csum-at-push])" in text
+    report = (out / "gre-csum-at-push.txt").read_text()
+    assert case.nodeid in report and "OVS 4.0.0" in report
+    assert cli.main(["l4-partial-assert", "--results", str(results), "--out-dir", str(out)]) == 1
+    assert "l4-partial-assert: no case xfailed on this bug" in capsys.readouterr().err
+
+
+def test_launcher_runs_export_inside_the_runtime() -> None:
+    from harness.launcher import inner_args
+    assert inner_args("export-at", ["gre-csum-at-push"]) == ["-m", "export", "gre-csum-at-push"]

@@ -1,0 +1,78 @@
+"""The pure parts of the Linux-peer checks: ping's summary, frame matching,
+802.1Q tags, tunnel frame recognition, the kernel-feature probe's answer."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from datapath import model
+from datapath.model.actions import PushTunnel, output
+from datapath.model.tunnel import TunnelSpec
+from datapath.offloads import TxOffloads
+from fixtures.frames import compose
+from fixtures.kernel_peer import (insert_vlan, match_frames, strip_vlan, tunnel_frame, udp_src,
+                                  vlan_of)
+from fixtures.system_traffic import format_ping
+
+PING = """PING 10.1.1.100 (10.1.1.100) 56(84) bytes of data.
+
+--- 10.1.1.100 ping statistics ---
+3 packets transmitted, 3 received, 0% packet loss, time 402ms
+rtt min/avg/max/mdev = 0.081/0.120/0.190/0.049 ms
+"""
+
+
+def test_format_ping_is_upstreams_filter() -> None:
+    assert format_ping(PING) == "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n"
+    assert format_ping("7 packets transmitted, 0 received, 100% packet loss, time 6133ms") == \
+        "7 packets transmitted, 0 received, 100% packet loss, time 0ms\n"
+    assert format_ping("connect: Network is unreachable") == ""
+
+
+def _pushed(kind: str, ul: int, key: int | None = 0) -> bytes:
+    local, remote = ("172.31.1.100", "172.31.1.1") if ul == 4 else ("fc00::100", "fc00::1")
+    spec = TunnelSpec(kind, local, remote, "aa:55:aa:55:00:00", "aa:55:aa:55:00:01", key=key,
+                      csum=False, udp_src=40000)
+    return model.forward(compose("udp", 4), [PushTunnel(spec, "t"), output("p0")],
+                         TxOffloads()).frames[0]
+
+
+def test_tunnel_frames_are_recognised() -> None:
+    for kind in ("vxlan", "geneve", "gre"):
+        for ul in (4, 6):
+            assert tunnel_frame(_pushed(kind, ul)), (kind, ul)
+    assert not tunnel_frame(compose("udp", 4)) and not tunnel_frame(compose("tcp", 6))
+    assert udp_src(_pushed("vxlan", 4)) == 40000 and udp_src(_pushed("gre", 4)) is None
+
+
+def test_gre_without_key_has_no_key_field() -> None:
+    with_key, without = _pushed("gre", 4, key=5), _pushed("gre", 4, key=None)
+    assert len(with_key) - len(without) == 4
+    assert without[34:38] == bytes.fromhex("00006558")  # upstream's GRE(flags=0, proto=0x6558)
+
+
+def test_vlan_tags() -> None:
+    frame = compose("tcp", 4)
+    tagged = insert_vlan(frame, 42)
+    assert vlan_of(tagged) == 42 and vlan_of(frame) is None
+    assert tagged[12:16] == bytes.fromhex("8100002a") and strip_vlan(tagged) == frame
+
+
+def test_match_frames_is_a_multiset_comparison() -> None:
+    a, b = compose("tcp", 4), compose("udp", 4)
+    assert match_frames([a, b], [b, a]) == []  # interleaved flows: same frames
+    lines = match_frames([a, a], [a])
+    assert lines and "expected 1, got 0" in " ".join(lines)
+    assert match_frames([a], [a, b])  # a surplus frame is a difference
+    bad = bytearray(a)
+    bad[24] ^= 0xFF  # IP checksum
+    assert any("IP.chksum" in line for line in match_frames([a], [bytes(bad)]))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the probe makes a namespace (root)")
+def test_probe_names_the_kernel_feature() -> None:
+    from datapath.backends.native_tunnel import KINDS, missing
+    for kind, spec in KINDS.items():
+        why = missing(kind)
+        assert why is None or (spec.feature in why and spec.link_type in why), why
