@@ -13,6 +13,8 @@ from datapath import model
 from datapath.backends import dpdk, tap
 from datapath.backends.kernel import tx_from_status
 from datapath.backends.netns import ethtool_features
+from datapath.backends.offload_check import (check_dpdk, check_kernel, check_vhost,
+                                             driver_tx_capabilities)
 from datapath.backends.testpmd import TestPmdError
 from datapath.backends.vhost import (Guest, GuestInjector, VhostUserClientPort,
                                      short_socket_path)
@@ -74,27 +76,26 @@ def test_veth_port_offloads_follow_ethtool(real_env, tso: bool, csum: bool) -> N
                                 userspace_tso=tso, csum=csum, tso=True))
     feats = port.features
     assert feats.get("tx-checksum-ip-generic") is csum, feats
-    want = {"tx_ip_csum_offload": False,
-            "tx_tcp_csum_offload": tso and csum, "tx_udp_csum_offload": tso and csum,
-            "tx_tcp_seg_offload": tso and csum and bool(feats.get("tx-tcp-segmentation"))}
-    got = {k: port.status.get(k) == "true" for k in want}
-    assert got == want, port.status
+    check_kernel(port.name, port.status, feats, userspace_tso=tso)
 
 
 @pytest.mark.parametrize("tso", TSO)
 def test_dpdk_net_tap_offloads(real_env, tso: bool) -> None:
     """A dpdk port on a net_tap vdev (n_rxq=2: net_tap needs as many rx as tx queues).
 
-    Verifies Interface status: driver net_tap, rx checksum offload on, tx IPv4,
-    TCP and UDP checksum offload on, TCP segmentation offload exactly when
-    userspace TSO is on; and that the PMD's kernel tap moved to the peer
-    namespace and is up there."""
+    Verifies Interface status: driver net_tap, rx checksum offload on, and the
+    tx offloads exactly those net_tap offers (dpdk-testpmd's view of the same
+    driver), TSO ones only with userspace TSO: IPv4, TCP and UDP checksums
+    always, TCP segmentation exactly when userspace TSO is on.  A difference is
+    a failure showing both sides.  Also that the PMD's kernel tap moved to the
+    peer namespace and is up there."""
     env = real_env("dpdk", tso=tso)
     tap.add_bridge(env.sb, "br1")
     port = env.own(dpdk.DpdkTapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
     status = port.status
     assert status.get("driver_name") == "net_tap", status
     assert status.get("rx_csum_offload") == "true", status
+    check_dpdk(port.name, status, driver_tx_capabilities("net_tap0,iface=ovstcaps0"), tso)
     offloads, seg = tx_from_status(status)
     assert offloads.advertised >= {"ip", "l4"}, status
     assert seg is tso, status
@@ -183,10 +184,15 @@ def test_vhost_guest_to_ovs(real_env, request: pytest.FixtureRequest, engine: st
         pmd.start_port(0)
         v1.wait_connected()
         caps = pmd.tx_offload_capabilities(0)
-        if not {"TCP_CKSUM", "UDP_CKSUM"} <= caps:
-            pytest.skip(f"virtio-user offers no TCP/UDP tx checksum offload here ({caps})")
         features = int(v1.status.get("features", "0"), 16)
-        assert features & VIRTIO_NET_F_CSUM, f"VIRTIO_NET_F_CSUM not negotiated: {v1.status}"
+        # virtio-user offers TCP/UDP tx checksum offload exactly when the vhost
+        # side (OVS) offered VIRTIO_NET_F_CSUM: either missing is OVS's doing.
+        if not {"TCP_CKSUM", "UDP_CKSUM"} <= caps or not features & VIRTIO_NET_F_CSUM:
+            pytest.fail(f"offload mismatch on {v1.name}: the guest's virtio-user device "
+                        f"offers tx offloads {sorted(caps)}; OVS's vhost port negotiated "
+                        f"features {features:#x} (VIRTIO_NET_F_CSUM "
+                        f"{'on' if features & VIRTIO_NET_F_CSUM else 'off'}), "
+                        f"status {v1.status}", pytrace=False)
         assert {"TCP_CKSUM", "UDP_CKSUM"} <= pmd.tx_offload_configuration(0)
         rx = RxFlags(l4=CsumState.PARTIAL)
     check(env.sb.ofctl("add-flow", "br1", "in_port=1,actions=mod_tp_dst:2222,output:2"))
@@ -216,6 +222,7 @@ def test_ovs_to_vhost_guest(real_env, request: pytest.FixtureRequest) -> None:
     pmd = guest.pmd
     for key in STATUS_OFFLOAD_KEYS:
         assert key in v1.status, v1.status
+    check_vhost(v1.name, v1.status, userspace_tso=False)
     info = pmd.port_info(0)
     assert info.driver == "net_virtio_user" and info.link_up, info
     pmd.start_forwarding("io")

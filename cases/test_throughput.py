@@ -87,12 +87,8 @@ def test_iperf3_tso_off_and_on(real_env, request: pytest.FixtureRequest, backend
     results: dict[bool, dict[str, float]] = {}
     for tso in (False, True):
         env = real_env(backend, tso=tso, label=f"tso_{'on' if tso else 'off'}")
-        try:
+        try:  # TCP that does not get through is OVS's failure on any backend
             results[tso] = measure(env, backend)
-        except MeasurementFailed as exc:
-            if backend == "dpdk" and not tso:
-                pytest.skip(f"TCP through DPDK net_tap ports does not work here: {exc}")
-            raise
         finally:
             env.close()
         name = "on" if tso else "off"

@@ -181,14 +181,18 @@ class Sandbox:
                  vswitchd_args: Iterable[str] = (), log_allow: Iterable[str] = (),
                  vswitchd_exe: str | None = None, other_config: dict[str, str] | None = None,
                  vswitchd_preexec: Callable[[], None] | None = None,
-                 stderr_allow: Iterable[str] = (), system_route: bool = False) -> None:
+                 stderr_allow: Iterable[str] = (), system_route: bool = False,
+                 extra_env: dict[str, str] | None = None,
+                 vsctl_timeout: float = VSCTL_TIMEOUT) -> None:
         """The keyword arguments after log_allow serve the real-port backends:
         `vswitchd_exe` runs another ovs-vswitchd binary (the DPDK build) under
         the usual name; `other_config` is written before vswitchd starts (for
         settings read only at start: dpdk-init, userspace-tso-enable);
         `vswitchd_preexec` runs in the vswitchd child before exec (entering a
         network namespace); `stderr_allow` adds regexes of expected start-up
-        stderr lines."""
+        stderr lines; `extra_env` adds variables to the daemons' environment;
+        `vsctl_timeout` bounds each ovs-vsctl call (a DPDK port add may spend
+        seconds filling a mempool on a loaded machine)."""
         self.install = install
         self.rundir = rundir
         self.transcript = transcript or Transcript()
@@ -204,6 +208,8 @@ class Sandbox:
         self.env = {**os.environ, **install.env, **{f"OVS_{d}DIR": str(rundir)
                                       for d in ("RUN", "LOG", "DB", "SYSCONF")}}
         self.env["OVS_BINDIR"] = str(install.tools["ovs-vsctl"].parent)
+        self.env.update(extra_env or {})
+        self.vsctl_timeout = vsctl_timeout
         self.ovsdb: Daemon | None = None
         self.vswitchd: Daemon | None = None
         # Set when a case expects ovs-vswitchd to die (a known OVS bug): its death
@@ -365,9 +371,9 @@ class Sandbox:
         return run_tool(argv, self.env, str(self.rundir), timeout, self.transcript)
 
     def vsctl(self, *args: str) -> Result:
-        return self._tool([self.install.tool("ovs-vsctl"), f"--timeout={VSCTL_TIMEOUT}",
+        return self._tool([self.install.tool("ovs-vsctl"), f"--timeout={self.vsctl_timeout:g}",
                            f"--db=unix:{self.rundir / 'db.sock'}", *args],
-                          timeout=VSCTL_TIMEOUT + 5)
+                          timeout=self.vsctl_timeout + 5)
 
     def ofctl(self, *args: str) -> Result:
         return self._tool([self.install.tool("ovs-ofctl"), *args])

@@ -18,6 +18,8 @@ from datapath.backends.base import BackendError
 from datapath.backends.dpdk import net_tap_rx_flags
 from datapath.backends.kernel import (KernelPort, datapath_rx_packets, express,
                                       tx_from_status)
+from datapath.backends.offload_check import (OffloadMismatch, check_dpdk, check_kernel,
+                                             check_vhost)
 from datapath.backends.netns import (VIRTIO_NET_HDR_F_NEEDS_CSUM, Cleanup, VnetHdr,
                                      complete_needs_csum, partial_csum_frame)
 from datapath.model import csum
@@ -120,6 +122,44 @@ def test_tx_from_status() -> None:
     assert tx_from_status({}) == (TxOffloads(), False)
 
 
+def _status(**on: bool) -> dict[str, str]:
+    keys = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum_offload",
+            "tx_sctp_csum_offload", "tx_out_ip_csum_offload", "tx_out_udp_csum_offload",
+            "tx_tcp_seg_offload", "tx_vxlan_tso_offload", "tx_geneve_tso_offload",
+            "tx_gre_tso_offload")
+    return {k: "true" if on.get(k.removeprefix("tx_").removesuffix("_offload")) else "false"
+            for k in keys}
+
+
+def test_offload_mismatch_is_a_failure_naming_both_sides() -> None:
+    """OVS's Interface status against the device: DPDK capabilities, virtio
+    feature bits, ethtool features.  Agreement passes; any difference raises
+    with OVS's keys and the device's side in the message."""
+    caps = {"IPV4_CKSUM", "TCP_CKSUM", "UDP_CKSUM", "TCP_TSO"}
+    csum = _status(ip_csum=True, tcp_csum=True, udp_csum=True)
+    check_dpdk("p1", csum, caps, userspace_tso=False)
+    check_dpdk("p1", {**csum, "tx_tcp_seg_offload": "true"}, caps, userspace_tso=True)
+    with pytest.raises(OffloadMismatch, match=r"(?s)tx_tcp_seg_offload: OVS says true, the "
+                       r"driver offers TCP_TSO \(userspace TSO off\).*OVS \(Interface status\)"
+                       r".*device: tx_offload capabilities IPV4_CKSUM TCP_CKSUM TCP_TSO"):
+        check_dpdk("p1", {**csum, "tx_tcp_seg_offload": "true"}, caps, userspace_tso=False)
+    with pytest.raises(OffloadMismatch, match="tx_udp_csum_offload: OVS says false, the "
+                       "driver offers UDP_CKSUM"):
+        check_dpdk("p1", {**csum, "tx_udp_csum_offload": "false"}, caps, userspace_tso=False)
+    guest = {"features": f"{1 << 1 | 1 << 7 | 1 << 8 | 1 << 32:#x}"}
+    check_vhost("v1", {**guest, **_status(tcp_csum=True, udp_csum=True)}, userspace_tso=False)
+    with pytest.raises(OffloadMismatch, match=r"tx_tcp_csum_offload: OVS says true, the "
+                       r"negotiated features do not allow it.*\n.*\n.*\n.*no guest offloads"):
+        check_vhost("v1", {"features": "0x100000000", **_status(tcp_csum=True, udp_csum=True)},
+                    userspace_tso=False)
+    feats = {"tx-checksum-ip-generic": True, "tx-tcp-segmentation": True}
+    check_kernel("p2", _status(tcp_csum=True, udp_csum=True, tcp_seg=True), feats, True)
+    check_kernel("p2", _status(), feats, False)
+    with pytest.raises(OffloadMismatch, match=r"tx_tcp_csum_offload: OVS says true, expected "
+                       r"false(?s:.*)ethtool -k: .*userspace TSO off"):
+        check_kernel("p2", _status(tcp_csum=True, udp_csum=True), feats, False)
+
+
 class StubPort(KernelPort):
     kind = "stub"
     RX_LIMITS = "stubs stamp what they are told"
@@ -166,6 +206,7 @@ def test_root_only_backends_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert unavailable("tap", None) == ("the tap backend needs root (network namespaces, "
                                         "tap devices)")
     assert "needs root" in str(unavailable("dpdk", None))
+    assert "needs root" in str(unavailable("afxdp", None))
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     if os.path.exists("/dev/net/tun"):
         assert "ovs-vswitchd built with DPDK" in str(unavailable("dpdk", None))
@@ -182,7 +223,7 @@ def test_backend_option_parametrizes_the_topology() -> None:
     assert "test_tcp_csum_simple_match[dummy]" in proc.stdout
     assert "test_tcp_csum_simple_match[tap]" in proc.stdout
     assert "capability matrix" in proc.stdout
-    for backend in ("dummy*", "tap*", "dpdk "):
+    for backend in ("dummy*", "tap*", "dpdk ", "afxdp "):
         assert f"\n  {backend}" in proc.stdout, proc.stdout
 
 
@@ -210,6 +251,17 @@ def _processes_with(token: str) -> list[str]:
     return found
 
 
+def _files() -> set[str]:
+    """What DPDK and the backends could leave on disk: shared memory, hugepage
+    files, DPDK runtime directories, short-lived paths under /tmp (vhost-user
+    sockets, run-directory links, bpffs mount points)."""
+    found = {f"/tmp/{n}" for n in os.listdir("/tmp") if n.startswith("ovst-")}
+    for d in ("/dev/shm", "/dev/hugepages", "/run/dpdk", "/var/run/dpdk"):
+        if os.path.isdir(d):
+            found |= {os.path.join(d, n) for n in os.listdir(d)}
+    return found
+
+
 needs_tap = pytest.mark.skipif(unavailable("tap", None) is not None,
                                reason=str(unavailable("tap", None)))
 
@@ -232,6 +284,45 @@ def test_real_env_leaves_nothing(real_env) -> None:
     assert env.close() == []
     assert not names & _namespaces()
     assert helper.poll() is not None and vswitchd.poll() is not None
+
+
+def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
+    """An AF_XDP sandbox (its bpffs, two afxdp ports) and a DPDK one (a net_tap
+    port, a background testpmd): after close() their namespaces, processes,
+    bpffs mounts and files are gone, and /dev/shm is as before."""
+    from datapath.backends import afxdp, dpdk, tap
+    from fixtures.system_dpdk import Testpmd
+    built = [b for b in ("afxdp", "dpdk") if unavailable(b, ovs_install) is None]
+    if not built:
+        pytest.skip(f"afxdp: {unavailable('afxdp', ovs_install)}; "
+                    f"dpdk: {unavailable('dpdk', ovs_install)}")
+    files = _files()
+    for backend in built:
+        env = real_env(backend, label=backend)
+        tap.add_bridge(env.sb, "br1")
+        procs = [env.sb.vswitchd.proc]  # type: ignore[union-attr]
+        mount = None
+        if backend == "afxdp":
+            assert env.bpffs is not None
+            mount = str(env.bpffs.path)
+            assert mount in afxdp.mounted_bpffs()
+            for n in (1, 2):
+                env.own(afxdp.AfxdpPort(env.sb, "br1", f"p{n}", n, env.switch_ns,
+                                        env.peer(f"p{n}")))
+        else:
+            env.own(dpdk.DpdkTapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
+            pmd = Testpmd(env.sb.rundir, env.switch_ns, ["--vdev=net_null0", "-l", "0-1"], [],
+                          env.sb.transcript)
+            env.cleanup.defer("stop testpmd", lambda pmd=pmd: None if pmd.stop() else None)
+            procs.append(pmd.proc)
+        names = {env.switch_ns.name, *(n.name for n in env.peers.values())}
+        assert names <= _namespaces()
+        assert env.close() == [], backend
+        assert not names & _namespaces(), backend
+        assert all(p.poll() is not None for p in procs), backend
+        if mount:
+            assert mount not in afxdp.mounted_bpffs() and not os.path.exists(mount)
+    assert _files() == files, f"left behind: {sorted(_files() - files)}"
 
 
 HOLD = "OVSTEST_HOLD_READY"
@@ -277,8 +368,18 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
         guest.pmd.wait_ready()
         pids.append(guest.pmd.pid)  # type: ignore[arg-type]
     pids += [env.sb.vswitchd.proc.pid, env.sb.ovsdb.proc.pid]  # type: ignore[union-attr]
-    info = {"namespaces": [env.switch_ns.name, *(n.name for n in env.peers.values())],
-            "pids": pids, "backend": backend}
+    namespaces = [env.switch_ns.name, *(n.name for n in env.peers.values())]
+    mounts: list[str] = []
+    if unavailable("afxdp", ovs_install) is None:  # AF_XDP: its bpffs and XDP sockets too
+        from datapath.backends import afxdp
+        xdp = real_env("afxdp", label="afxdp")
+        tap.add_bridge(xdp.sb, "br1")
+        xdp.own(afxdp.AfxdpPort(xdp.sb, "br1", "p1", 1, xdp.switch_ns, xdp.peer("p1")))
+        mounts.append(str(xdp.bpffs.path))  # type: ignore[union-attr]
+        namespaces += [xdp.switch_ns.name, *(n.name for n in xdp.peers.values())]
+        pids.append(xdp.sb.vswitchd.proc.pid)  # type: ignore[union-attr]
+    info = {"namespaces": namespaces, "pids": pids, "backend": backend, "mounts": mounts,
+            "files": sorted(_files())}
     Path(os.environ[HOLD]).write_text(json.dumps(info))
     time.sleep(300)
 
@@ -287,12 +388,15 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
 def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_install) -> None:
     """A child pytest builds namespaces, tap/veth (and, on DPDK, net_tap and a
-    testpmd guest) and helper processes, then is interrupted (Ctrl-C: SIGINT to
-    its process group; or SIGTERM).  Afterwards none of its namespaces and none
-    of its processes may exist."""
+    testpmd guest; with AF_XDP, a bpffs and an afxdp port) and helper
+    processes, then is interrupted (Ctrl-C: SIGINT to its process group; or
+    SIGTERM).  Afterwards none of its namespaces, processes, bpffs mounts or
+    files (vhost-user sockets, /dev/shm, DPDK runtime files) may exist."""
     ready = tmp_path / "ready.json"
     token = uuid.uuid4().hex
+    before = _files()
     env = {**os.environ, HOLD: str(ready), "OVSTEST_LEAK_TOKEN": token}
+    env.pop("RUNTIME_DIRECTORY", None)  # the child's DPDK runtime files: its own to remove
     if sig == signal.SIGINT:
         env["OVSTEST_HOLD_DPDK"] = "1"  # the Ctrl-C run holds DPDK resources too
     child = subprocess.Popen(
@@ -310,7 +414,8 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
         info = json.loads(ready.read_text())
         assert set(info["namespaces"]) <= _namespaces()  # the check below can fail
         if sig == signal.SIGINT and unavailable("dpdk", ovs_install) is None:
-            assert info["backend"] == "dpdk" and len(info["pids"]) >= 4, info  # + testpmd
+            assert info["backend"] == "dpdk" and len(info["pids"]) >= 4 + len(info["mounts"]), \
+                info  # iperf3, testpmd, the daemons (+ the AF_XDP vswitchd, other helpers)
         assert _processes_with(token)
         if sig == signal.SIGINT:
             os.killpg(child.pid, sig)  # what a terminal's Ctrl-C does
@@ -323,8 +428,14 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
             child.wait()
     left_ns = set(info["namespaces"]) & _namespaces()
     left_procs = [p for p in _processes_with(token) if not p.startswith(f"{os.getpid()}:")]
-    assert not left_ns and not left_procs, (
-        f"left behind: namespaces {sorted(left_ns)}, processes {left_procs}\n{out[-3000:]}")
+    from datapath.backends.afxdp import mounted_bpffs
+    left_mounts = set(info["mounts"]) & set(mounted_bpffs())
+    left_files = _files() - before
+    assert not (left_ns or left_procs or left_mounts or left_files), (
+        f"left behind: namespaces {sorted(left_ns)}, processes {left_procs}, bpffs mounts "
+        f"{sorted(left_mounts)}, files {sorted(left_files)}\n{out[-3000:]}")
+    if info["mounts"] or info["backend"] == "dpdk":  # bpffs mount point, vhost-user socket
+        assert set(info["files"]) - before, "the child made no file to check the cleanup of"
     for pid in info["pids"]:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

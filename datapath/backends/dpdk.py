@@ -53,6 +53,7 @@ LOG_ALLOW = (
     r"netdev_dpdk\|WARN\|\S+: Tx (Vxlan|Geneve|GRE) tunnel TSO offload is not supported",
 )
 STDERR_ALLOW = (r"\|dpdk\|", r"\|netdev_dpdk\|")
+VSCTL_TIMEOUT = 60.0
 
 _vdev_ids = itertools.count()
 
@@ -66,6 +67,9 @@ def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> dict[st
         "other_config": {"dpdk-init": "true", "dpdk-extra": EAL_ARGS,
                          "userspace-tso-enable": "true" if tso else "false"},
         "log_allow": LOG_ALLOW, "stderr_allow": STDERR_ALLOW,
+        # Adding a DPDK port fills its mempool (about 1 GB of 4 KiB pages without
+        # hugepages): seconds on a loaded machine.
+        "vsctl_timeout": VSCTL_TIMEOUT,
     }
 
 

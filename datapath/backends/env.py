@@ -12,14 +12,16 @@ import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from datapath.backends import dpdk, tap
+from datapath.backends import afxdp, dpdk, tap
 from datapath.backends.kernel import KernelPort
 from datapath.backends.netns import Cleanup, Netns, unique_name
 from harness.control import Transcript
 from harness.install import OvsInstall
 from harness.sandbox import Sandbox
+
+P = TypeVar("P", bound=KernelPort)
 
 
 class RealEnv:
@@ -28,6 +30,9 @@ class RealEnv:
 
     def __init__(self, install: OvsInstall, rundir: Path, backend: str, tso: bool,
                  transcript: Transcript, sandbox_extra: dict[str, Any] | None = None) -> None:
+        """`sandbox_extra` replaces Sandbox options of the backend's (other_config
+        is merged key by key, None removing a key); DPDK is waited for only when
+        dpdk-init is true."""
         self.backend, self.tso = backend, tso
         self.cleanup = Cleanup()  # processes and ports, before the sandbox stops
         self.ns_cleanup = Cleanup()  # namespaces, once nothing uses them
@@ -36,14 +41,27 @@ class RealEnv:
         self.problems: list[str] = []
         self.switch_ns = Netns(unique_name("sw"))
         self.ns_cleanup.defer(f"delete namespace {self.switch_ns.name}", self.switch_ns.delete)
+        self.bpffs: afxdp.Bpffs | None = None
         try:
-            opts = (tap.sandbox_options(self.switch_ns, tso) if backend == "tap"
-                    else dpdk.sandbox_options(install, self.switch_ns, tso))
-            opts.update(sandbox_extra or {})
+            if backend == "tap":
+                opts = tap.sandbox_options(self.switch_ns, tso)
+            elif backend == "afxdp":
+                self.bpffs = afxdp.Bpffs()
+                self.ns_cleanup.defer("unmount bpffs", self.bpffs.umount)
+                opts = afxdp.sandbox_options(self.switch_ns, self.bpffs)
+            else:
+                opts = dpdk.sandbox_options(install, self.switch_ns, tso)
+            for key, value in (sandbox_extra or {}).items():
+                if key == "other_config":  # a key set to None is left out
+                    merged = {**opts.get(key, {}), **value}  # type: ignore[dict-item]
+                    opts[key] = {k: v for k, v in merged.items() if v is not None}
+                else:
+                    opts[key] = value
             self.sb = Sandbox(install, rundir, transcript, **opts)  # type: ignore[arg-type]
             try:
                 self.sb.start()
-                if backend == "dpdk":
+                other: dict[str, str] = opts.get("other_config") or {}  # type: ignore[assignment]
+                if backend == "dpdk" and other.get("dpdk-init") == "true":
                     dpdk.wait_initialized(self.sb)
             except BaseException:
                 self.sb.kill()
@@ -61,7 +79,7 @@ class RealEnv:
             self.peers[role] = ns
         return self.peers[role]
 
-    def own(self, port: KernelPort) -> KernelPort:
+    def own(self, port: P) -> P:
         self.cleanup.defer(f"close {port.name}", port.close)
         return port
 

@@ -1,0 +1,13 @@
+"""pytest plugin for tests/test_system_titles.py: prints each collected id's
+upstream marker (title and file) and collects nothing else."""
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = item.get_closest_marker("upstream")
+        if marker:
+            print(f"UPSTREAM\t{marker.kwargs.get('file', 'dpif-netdev.at')}\t{marker.args[0]}\t"
+                  f"{item.nodeid}")
