@@ -254,9 +254,7 @@ def perf(root: Path, args: argparse.Namespace, choice: Choice, extra: list[str])
     --candidate (the same build is allowed: a noise check) both are mounted and
     measured in one run, interleaved point by point."""
     flags, mounts, env = ["--perf-quick"] if args.quick else [], choice.mounts, choice.env()
-    if args.baseline or args.candidate:
-        if not (args.baseline and args.candidate):
-            raise LaunchError("perf: --baseline and --candidate go together")
+    if args.baseline and args.candidate:
         sides = [choose(args.baseline, "--baseline"), choose(args.candidate, "--candidate")]
         for name, side in zip(("baseline", "candidate"), sides):
             if side.layout is not None:
@@ -296,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
             if not (args.baseline and args.candidate):
                 raise LaunchError("compare needs --baseline A and --candidate B "
                                   "(a build, a prefix, or 'runtime')")
-        elif (args.baseline or args.candidate) and args.mode != "perf":
+        elif args.mode == "perf":
+            if bool(args.baseline) != bool(args.candidate):
+                raise LaunchError("perf: --baseline and --candidate go together")
+        elif args.baseline or args.candidate:
             raise LaunchError("--baseline and --candidate are for './ovstest compare' and "
                               "'./ovstest perf'")
         out_dir = None
