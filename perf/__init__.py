@@ -12,7 +12,9 @@ datapath's own cycle counters and the CPU every thread used.
     perf/ovsstats.py  pmd-stats-show and dpctl/show -s, parsed
     perf/traffic.py   the flows, their frames and OpenFlow rules; the testpmd generator
     perf/kinds.py     the topologies: how each side wires its two ports
-    perf/sides.py     one switch (an OVS build, or testpmd as the ceiling) with its traffic
+    perf/sides.py     a side: one switch with its ports and generator; parking, the window
+    perf/ovsside.py   the side of an OVS build
+    perf/ceiling.py   the ceiling's side: testpmd forwarding instead of OVS
     perf/sweep.py     the sweep: points, repeats, sides interleaved
     perf/plots.py     matplotlib figures
     perf/report.py    perf.html

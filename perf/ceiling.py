@@ -37,16 +37,7 @@ class CeilingSide(Side):
             if kind.name != "tap":
                 self.gen_ns = self.new_ns("cgen")
         if kind.name == "pvp":
-            gen = self.make_gen(flows)
-            gen.spawn()
-            a, b = self.socket_paths()
-            self.wait_socket(a)
-            self.start_switch([f"net_vhost{next(_ids)},iface={p},client=1,queues=1"
-                               for p in (a, b)], wait=False)
-            gen.wait_ready()
-            assert self.switch is not None
-            self.switch.wait_ready()
-            start_forwarding(self.switch, "the ceiling's switch")
+            self._start_pvp(flows)
         elif kind.name == "tap":
             self.gen_ns = self.switch_ns
             self.start_switch([f"net_tap{next(_ids)},iface={t}" for t in TAP_NAMES])
@@ -54,6 +45,30 @@ class CeilingSide(Side):
         elif kind.kernel:
             self.veth_pairs(self.switch_ns, JUMBO_MTU if not kind.jumbo else 1500)  # type: ignore[arg-type]
             self._start_veth_switch()
+
+    def _start_pvp(self, flows: int) -> None:
+        """The generator (the vhost-user server) first, then the switch, whose
+        net_vhost ports connect as clients; both ready once connected."""
+        gen = self.make_gen(flows)
+        gen.spawn()
+        a, b = self.socket_paths()
+        self.wait_socket(a)
+        self.start_switch([f"net_vhost{next(_ids)},iface={p},client=1,queues=1"
+                           for p in (a, b)], wait=False)
+        gen.wait_ready()
+        assert self.switch is not None
+        self.switch.wait_ready()
+        start_forwarding(self.switch, "the ceiling's switch")
+
+    def restart_gen(self, flows: int) -> None:
+        """pvp: the switch starts again too (net_vhost's reconnection to a new
+        server is not reliable here)."""
+        if self.kind.name != "pvp":
+            super().restart_gen(flows)
+            return
+        self.stop_switch()
+        self.stop_gen()
+        self._start_pvp(flows)
 
     def _start_veth_switch(self) -> None:
         if self.af_xdp:

@@ -149,6 +149,16 @@ class OvsSide(Side):
     def apply(self, size: int, flows: int, flows_changed: bool) -> None:
         assert self.env is not None
         sb = self.env.sb
+        if self.kind.name == "p2p":  # its ports are sources: none while the rules change
+            for name in self.ports:
+                check(sb.vsctl("del-port", BRIDGE, name))
+            self.ports = []
+        if flows_changed:
+            rules = self.workdir / f"rules-{flows}.txt"
+            rules.write_text(openflow_rules(flows))
+            # One bundle: no packet meets a half-written table (and the catch-all).
+            check(sb.ofctl("--bundle", "replace-flows", BRIDGE, str(rules)))
+            check(sb.appctl("revalidator/purge"))
         if self.kind.name == "p2p":
             self._p2p_ports(size, flows)
         else:
@@ -156,12 +166,6 @@ class OvsSide(Side):
                 self._wait_vhost()  # a new generator: OVS reconnects by itself
             if not self.kind.jumbo:
                 self._set_mtu(JUMBO_MTU if size > 1518 else 1500)
-        if flows_changed:
-            rules = self.workdir / f"rules-{flows}.txt"
-            rules.write_text(openflow_rules(flows))
-            # One bundle: no packet meets a half-written table (and the catch-all).
-            check(sb.ofctl("--bundle", "replace-flows", BRIDGE, str(rules)))
-            check(sb.appctl("revalidator/purge"))
         self.pin()
 
     def _set_mtu(self, mtu: int) -> None:
@@ -184,9 +188,6 @@ class OvsSide(Side):
         """New net_pcap vdevs replaying `flows` frames of `size` bytes, without end."""
         assert self.env is not None
         sb = self.env.sb
-        for name in self.ports:
-            check(sb.vsctl("del-port", BRIDGE, name))
-        self.ports = []
         frames = flow_frames(flows, size)
         for i in (1, 2):
             pcap = sb.rundir / f"p2p-{size}-{flows}-{i}.pcap"

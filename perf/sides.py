@@ -151,6 +151,9 @@ class Side(ABC):
         if self.gen is not None:
             self.gen.quit()
             self.gen = None
+        if self.sockdir is not None:  # a new generator makes new sockets
+            for sock in self.socket_paths():
+                sock.unlink(missing_ok=True)
 
     def wait_socket(self, path: Path) -> None:
         gen = self.gen
