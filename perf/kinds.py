@@ -13,9 +13,11 @@ same kind of port: OVS removed, everything else the same.
                    end (infinite_rx) and drop what they send: the source is the
                    port itself, so the rate is what the switch can forward.
                    Ceiling: testpmd on the same vdevs.
-    afxdp-native,  type=afxdp on veth pairs, options:xdp-mode native / generic;
-    afxdp-generic  the generator is testpmd on AF_PACKET at the far ends.
-                   Ceiling: testpmd's net_af_xdp on the same veths.
+    afxdp-native,  type=afxdp on veth pairs, options:xdp-mode native / generic /
+    afxdp-generic, native-with-zerocopy (which veth lacks: OVS says so, and the
+    afxdp-zerocopy topology is skipped with its words); the generator is testpmd
+                   on AF_PACKET at the far ends.  Ceiling: testpmd's net_af_xdp
+                   on the same veths.
     veth           type=system (AF_PACKET) on veth pairs.  Ceiling: net_af_packet.
     tap            type=tap; the generator (AF_PACKET) opens the taps' kernel side
                    in the switch's namespace, as a VM's host would.  Ceiling:
@@ -67,6 +69,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("afxdp-generic", "veth with AF_XDP, xdp-mode=generic", False, "afxdp",
          "testpmd io between two net_af_xdp ports on the same veths", jumbo=AFXDP_JUMBO,
          xdp_mode="generic", kernel=True),
+    Kind("afxdp-zerocopy", "veth with AF_XDP, xdp-mode=native-with-zerocopy", False,
+         "afxdp", "testpmd io between two net_af_xdp ports on the same veths",
+         jumbo=AFXDP_JUMBO, xdp_mode="native-with-zerocopy", kernel=True),
     Kind("veth", "veth as system ports (AF_PACKET)", False, "system",
          "testpmd io between two net_af_packet ports on the same veths", kernel=True),
     Kind("tap", "tap ports", False, "tap", "testpmd io between two net_tap ports",

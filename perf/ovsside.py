@@ -22,7 +22,8 @@ from harness.wait import wait_until
 from perf.kinds import JUMBO_MTU, CoreLayout, Kind
 from perf.ovsstats import counters_delta, parse_dpctl_show, parse_pmd_stats, summarize_threads
 from perf.records import Sample
-from perf.sides import GEN_NAMES, SWITCH_NAMES, TAP_NAMES, Side, Snapshot, Unavailable
+from perf.sides import (GEN_NAMES, SWITCH_NAMES, TAP_NAMES, Side, SideError, Snapshot,
+                        Unavailable)
 from perf.sysstat import group_delta, ovs_thread_class, pin_threads
 from perf.traffic import flow_frames, openflow_rules, parse_unmatched
 from reports.records import Command
@@ -110,13 +111,26 @@ class OvsSide(Side):
                 self._check_xdp(name)
 
     def _add_port(self, name: str, ofport: int, *settings: str) -> None:
+        """Add a port; a port OVS cannot open is a failure, unless the kernel
+        lacks the AF_XDP mode asked for (then the topology cannot run here)."""
         assert self.env is not None
-        check(self.env.sb.vsctl("add-port", BRIDGE, name, "--", "set", "Interface", name,
-                                f"ofport_request={ofport}", *settings))
+        sb = self.env.sb
+        sb.mark_log()
+        added = sb.vsctl("add-port", BRIDGE, name, "--", "set", "Interface", name,
+                         f"ofport_request={ofport}", *settings)
         self.ports.append(name)
-        error = check(self.env.sb.vsctl("get", "Interface", name, "error")).stdout.strip()
-        if error not in ("[]", ""):
-            raise Unavailable(f"OVS could not open {name} ({' '.join(settings)}): {error}")
+        error = check(sb.vsctl("get", "Interface", name, "error")).stdout.strip()
+        if added.rc == 0 and error in ("[]", ""):
+            return
+        errs = [ln for ln in sb.log_lines() if "|ERR|" in ln or "|WARN|" in ln]
+        unsupported = [ln for ln in errs if "xsk_socket__create failed (Operation not "
+                       "supported)" in ln]
+        if self.kind.xdp_mode and unsupported:
+            raise Unavailable(f"the kernel cannot run AF_XDP on veth in xdp-mode="
+                              f"{self.kind.xdp_mode}; OVS: "
+                              f"{unsupported[0].split('|', 4)[-1]}")
+        raise SideError(f"OVS could not add {name} ({' '.join(settings)}): "
+                        f"{added.stderr.strip() or error}\n" + "\n".join(errs[-10:]))
 
     def _check_xdp(self, name: str) -> None:
         """The port must run in the mode asked for: OVS reports it in the status."""

@@ -106,6 +106,7 @@ class PerfSession:
         if kind.xdp_mode and not self.bpffs:
             self.bpffs = ensure_bpffs()
             self.notes.append(self.bpffs)
+        shutil.rmtree(self.workdir / kind.name, ignore_errors=True)  # an earlier run's
         try:
             topo = run_topology(kind, self.builds, self.layout, self.plan,
                                 self.workdir / kind.name, self.say,

@@ -58,9 +58,11 @@ def run_topology(kind: Kind, builds: dict[str, OvsInstall], layout: CoreLayout, 
         first_flows = points[0][0] if points else 1
         candidates: list[Side] = [OvsSide(label, kind, layout, workdir / label, install)
                                   for label, install in builds.items()]
-        if ceiling:
-            candidates.insert(0, CeilingSide(CEILING, kind, layout, workdir / CEILING))
+        if ceiling:  # built last: not at all where no build can run the kind
+            candidates.append(CeilingSide(CEILING, kind, layout, workdir / CEILING))
         for side in candidates:
+            if side.label == CEILING and not sides:
+                break
             try:
                 side.build(first_flows)
             except Unavailable as exc:
@@ -79,7 +81,7 @@ def run_topology(kind: Kind, builds: dict[str, OvsInstall], layout: CoreLayout, 
             topo.reason = "; ".join(n for n in topo.notes if "left out" in n) or \
                 "no build can run it"
             return topo
-        labels = list(sides)
+        labels = sorted(sides, key=lambda label: label != CEILING)  # the ceiling first
         for flows, size in points:
             point = Point(kind.name, size, flows)
             for label in labels:
