@@ -15,8 +15,8 @@ from datapath.backends.testpmd import TestPmd
 from harness.pcap import write_pcap
 from perf.kinds import JUMBO_MTU, CoreLayout, Kind
 from perf.sides import SWITCH_NAMES, TAP_NAMES, Side, SideError
-from perf.traffic import (GEN_MBUF_SIZE, GEN_MBUFS, TrafficError, eal_args, flow_frames,
-                          parse_stats_all, start_forwarding)
+from perf.traffic import (GEN_MBUF_SIZE, GEN_MBUFS, TrafficError, drain, eal_args,
+                          flow_frames, parse_stats_all, start_forwarding)
 
 _ids = itertools.count()
 
@@ -28,6 +28,7 @@ class CeilingSide(Side):
         self.switch: TestPmd | None = None
         self.switch_ns: Netns | None = None
         self.af_xdp = bool(kind.xdp_mode)
+        self.switch_ready = False
         self._stop_deferred = False
 
     def build(self, flows: int) -> None:
@@ -55,9 +56,11 @@ class CeilingSide(Side):
         self.wait_socket(a)
         self.start_switch([f"net_vhost{next(_ids)},iface={p},client=1,queues=1"
                            for p in (a, b)], wait=False)
+        assert gen.pmd is not None
         gen.wait_ready()
         assert self.switch is not None
         self.switch.wait_ready()
+        self.switch_ready = True
         start_forwarding(self.switch, "the ceiling's switch")
 
     def restart_gen(self, flows: int) -> None:
@@ -100,6 +103,7 @@ class CeilingSide(Side):
                       start_timeout=60)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.switch = pmd
+        self.switch_ready = False
         if not self._stop_deferred:
             self.cleanup.defer("stop the ceiling switch", self.stop_switch)
             self._stop_deferred = True
@@ -107,6 +111,7 @@ class CeilingSide(Side):
         if wait:
             try:
                 pmd.wait_ready()
+                self.switch_ready = True
             except Exception as exc:
                 self.stop_switch()
                 raise SideError(f"the ceiling's testpmd did not start: "
@@ -116,6 +121,11 @@ class CeilingSide(Side):
             except TrafficError as exc:
                 self.stop_switch()
                 raise SideError(str(exc)) from None
+
+    def drain(self) -> None:
+        super().drain()
+        if self.switch_ready:  # never before its first prompt, which wait_ready reads
+            drain(self.switch)
 
     def stop_switch(self) -> None:
         if self.switch is not None:

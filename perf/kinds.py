@@ -52,7 +52,7 @@ class Kind:
             return wanted, []
         big = [s for s in wanted if s > 1518]
         return (tuple(s for s in wanted if s <= 1518),
-                [f"{s} B frames left out: {self.jumbo}" for s in big])
+                [f"{s} B frames are not measured: {self.jumbo}" for s in big])
 
 
 AFXDP_JUMBO = ("AF_XDP in OVS uses one 4 KiB umem frame per packet, and native XDP on "

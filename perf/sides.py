@@ -28,7 +28,7 @@ from harness.wait import WaitTimeout, wait_until
 from perf.kinds import CoreLayout, Kind
 from perf.records import Sample
 from perf.sysstat import MachineTimes, group_delta, machine_times, thread_times
-from perf.traffic import FlowGen
+from perf.traffic import FlowGen, drain
 
 GEN_NAMES = ("g1", "g2")  # generator-side kernel devices
 SWITCH_NAMES = ("s1", "s2")  # switch-side veth ends
@@ -171,7 +171,13 @@ class Side(ABC):
             pids.append(self.gen.pid)
         return pids
 
+    def drain(self) -> None:
+        """Keep the testpmd terminals from filling up (see traffic.drain)."""
+        if self.gen is not None and self.gen.ready:
+            drain(self.gen.pmd)
+
     def park(self) -> None:
+        self.drain()
         for pid in self._pids():
             _signal(pid, signal.SIGSTOP)
         self.parked = True

@@ -78,7 +78,7 @@ def run_topology(kind: Kind, builds: dict[str, OvsInstall], layout: CoreLayout, 
             progress(f"{kind.name}: {side.label} ready ({side.description})")
         if not any(label != CEILING for label in sides):
             topo.status = "skipped"
-            topo.reason = "; ".join(n for n in topo.notes if "left out" in n) or \
+            topo.reason = "; ".join(n for n in topo.notes if ": left out: " in n) or \
                 "no build can run it"
             return topo
         labels = sorted(sides, key=lambda label: label != CEILING)  # the ceiling first

@@ -20,6 +20,8 @@ import struct
 from pathlib import Path
 from typing import Callable
 
+import pexpect
+
 from datapath.backends.testpmd import TestPmd, parse_port_stats
 from datapath.model import csum
 
@@ -110,9 +112,25 @@ def start_forwarding(pmd: TestPmd, what: str) -> None:
 
 def eal_args(cpu: int, vdevs: list[str], memory_mb: int = 256) -> list[str]:
     """testpmd's EAL: no hugepages, nothing on disk, both lcores (main and the
-    forwarding one) on one CPU."""
+    forwarding one) on one CPU.  The vhost library's chatter (dozens of lines
+    per connection) is kept down: a testpmd nobody talks to for a while must
+    not fill its terminal and block in the middle of a vhost-user handshake."""
     return ["--no-huge", "-m", str(memory_mb), "--in-memory", "--no-pci",
-            "--lcores", f"0@{cpu},1@{cpu}", *(f"--vdev={v}" for v in vdevs)]
+            "--lcores", f"0@{cpu},1@{cpu}", "--log-level=lib.vhost.*:warning",
+            *(f"--vdev={v}" for v in vdevs)]
+
+
+def drain(pmd: TestPmd | None) -> None:
+    """Read (into its log) whatever testpmd printed since its last command, so
+    that its terminal never fills up."""
+    child = pmd.child if pmd is not None else None
+    if child is None:
+        return
+    try:
+        while True:
+            child.read_nonblocking(65536, timeout=0)
+    except (pexpect.TIMEOUT, pexpect.EOF, OSError):
+        pass
 
 
 class FlowGen:
@@ -129,6 +147,7 @@ class FlowGen:
         self.pmd: TestPmd | None = None
         self.size = 0
         self.running = False
+        self.ready = False  # its first prompt was read
 
     def spawn(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -141,10 +160,12 @@ class FlowGen:
         self.pmd.spawn()
         self.size = 0
         self.running = False
+        self.ready = False
 
     def wait_ready(self) -> None:
         assert self.pmd is not None
         self.pmd.wait_ready()
+        self.ready = True
 
     @property
     def pid(self) -> int | None:
