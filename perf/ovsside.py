@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from datapath.backends import tap
+from datapath.backends import dpdk, tap
 from datapath.backends.env import RealEnv
 from datapath.backends.kernel import interface_status
 from datapath.backends.vhost import VhostUserClientPort
@@ -25,7 +25,7 @@ from perf.records import Sample
 from perf.sides import (GEN_NAMES, SWITCH_NAMES, TAP_NAMES, Side, SideError, Snapshot,
                         Unavailable)
 from perf.sysstat import group_delta, ovs_thread_class, pin_threads
-from perf.traffic import flow_frames, openflow_rules, parse_unmatched
+from perf.traffic import file_prefix, flow_frames, openflow_rules, parse_unmatched
 from reports.records import Command
 
 BRIDGE = "br0"
@@ -52,17 +52,20 @@ class OvsSide(Side):
         if kind.dpdk and self.install.vswitchd_dpdk is None:
             raise Unavailable(f"{self.description}: no DPDK-enabled ovs-vswitchd (in Debian "
                               "only the openvswitch-switch-dpdk package has one)")
+        other_config = {"pmd-cpu-mask": self.layout.pmd_mask, "smc-enable": "true",
+                        "userspace-tso-enable": "false"}
+        if kind.dpdk:  # as datapath/backends/dpdk.py, in a DPDK runtime directory of its own
+            other_config.update({"dpdk-init": "true",
+                                 "dpdk-extra": f"{dpdk.EAL_ARGS} --file-prefix={file_prefix()}"})
         self.env = RealEnv(self.install, self.workdir / "ovs", "dpdk" if kind.dpdk else "tap",
-                           False, Transcript(self.commands.append))
+                           False, Transcript(self.commands.append),
+                           sandbox_extra={"other_config": other_config})
         self.cleanup.defer("stop ovs-vswitchd", self._close_env)
         sb = self.env.sb
         types = check(sb.vsctl("get", "Open_vSwitch", ".", "iface_types")).stdout
         if kind.iface_type not in types.strip("[]\n").replace(" ", "").split(","):
             raise Unavailable(f"{self.description} has no '{kind.iface_type}' interfaces "
                               f"(iface_types: {types.strip()})")
-        check(sb.vsctl("set", "Open_vSwitch", ".",
-                       f"other_config:pmd-cpu-mask={self.layout.pmd_mask}",
-                       "other_config:smc-enable=true"))
         self.pin()
         tap.add_bridge(sb, BRIDGE)
         if kind.name == "pvp":

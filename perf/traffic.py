@@ -15,6 +15,8 @@ per-flow rules miss, which must be nothing.
 """
 from __future__ import annotations
 
+import itertools
+import os
 import re
 import struct
 from pathlib import Path
@@ -112,12 +114,22 @@ def start_forwarding(pmd: TestPmd, what: str) -> None:
 
 def eal_args(cpu: int, vdevs: list[str], memory_mb: int = 256) -> list[str]:
     """testpmd's EAL: no hugepages, nothing on disk, both lcores (main and the
-    forwarding one) on one CPU.  The vhost library's chatter (dozens of lines
+    forwarding one) on one CPU, a runtime directory of its own.  The vhost library's chatter (dozens of lines
     per connection) is kept down: a testpmd nobody talks to for a while must
     not fill its terminal and block in the middle of a vhost-user handshake."""
     return ["--no-huge", "-m", str(memory_mb), "--in-memory", "--no-pci",
-            "--lcores", f"0@{cpu},1@{cpu}", "--log-level=lib.vhost.*:warning",
-            *(f"--vdev={v}" for v in vdevs)]
+            f"--file-prefix={file_prefix()}", "--lcores", f"0@{cpu},1@{cpu}",
+            "--log-level=lib.vhost.*:warning", *(f"--vdev={v}" for v in vdevs)]
+
+
+_prefixes = itertools.count()
+
+
+def file_prefix() -> str:
+    """A DPDK runtime directory of its own for each process: processes sharing
+    one exchange multi-process messages, and one stopped (a parked side) then
+    blocks a newcomer's start on its full socket."""
+    return f"ovsp{os.getpid()}-{next(_prefixes)}"
 
 
 def drain(pmd: TestPmd | None) -> None:
