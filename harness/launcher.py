@@ -12,6 +12,8 @@ Stdlib only: this runs on the bare host before any dependency exists.
     ./ovstest export-at ID... [--out-dir DIR] [--results FILE]
                                     a case, or the minimal case of a known bug, as an
                                     upstream dpif-netdev.at test plus a report (export/)
+    ./ovstest perf [--quick] [--baseline A --candidate B] [--out-dir DIR]
+                                    datapath throughput sweep (perf/), perf.html and plots
     ./ovstest provision             only build (or check) the cached runtime root
     ./ovstest shell [COMMAND...]    a shell (or one command) inside the sealed runtime
 
@@ -249,18 +251,43 @@ def compare(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
     return run_sealed(argv, env)
 
 
+def perf(root: Path, args: argparse.Namespace, choice: Choice, extra: list[str]) -> int:
+    """The `perf`-marked cases (deselected elsewhere).  With --baseline and
+    --candidate (the same build is allowed: a noise check) both are mounted and
+    measured in one run, interleaved point by point."""
+    flags, mounts, env = ["--perf-quick"] if args.quick else [], choice.mounts, choice.env()
+    if args.baseline and args.candidate:
+        sides = [choose(args.baseline, "--baseline"), choose(args.candidate, "--candidate")]
+        for name, side in zip(("baseline", "candidate"), sides):
+            if side.layout is not None:
+                probe(root, side)
+            flags.append(f"--perf-{name}={side.layout.root if side.layout else 'runtime'}")
+        mounts = tuple(dict.fromkeys(m for side in sides for m in side.mounts))
+        env = {"OVSTEST_OVS_CHOSEN": "--baseline/--candidate"}
+    elif choice.layout is not None:
+        probe(root, choice)
+    if not any(a == "--out-dir" or a.startswith("--out-dir=") for a in extra):
+        extra = ["--out-dir", "reports/out-perf", *extra]
+    extra, rw = out_dir_mounts(extra)
+    inner = ["python3", "-m", "pytest", "cases/test_perf.py", "-m", "perf", *flags, *extra]
+    sealed, sealed_env = sealed_argv(root, inner, ro=mounts, rw=rw, extra_env=env)
+    return exec_sealed(sealed, sealed_env)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="ovstest", description=__doc__.split("\n\n")[0],
         epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
-    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "provision", "shell",
-                                         "export-at"])
+    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "perf",
+                                         "provision", "shell", "export-at"])
     parser.add_argument("--ovs-bindir", default=None,
                         help="the OVS to test: an install prefix, its bin/ or sbin/, or a build "
                         "tree (default: $OVS_BINDIR, else the provisioned runtime's OVS)")
     parser.add_argument("--baseline", help="compare: the OVS to compare against "
                         "('runtime' for the provisioned package)")
     parser.add_argument("--candidate", help="compare: the OVS under review")
+    parser.add_argument("--quick", action="store_true",
+                        help="perf: one point per topology, one repeat (three for A/B)")
     parser.add_argument("--rebuild-runtime", action="store_true",
                         help="provision the runtime root again even if cached")
     args, extra = parser.parse_known_args(argv)
@@ -275,8 +302,12 @@ def main(argv: list[str] | None = None) -> int:
             if not (args.baseline and args.candidate):
                 raise LaunchError("compare needs --baseline A and --candidate B "
                                   "(a build, a prefix, or 'runtime')")
+        elif args.mode == "perf":
+            if bool(args.baseline) != bool(args.candidate):
+                raise LaunchError("perf: --baseline and --candidate go together")
         elif args.baseline or args.candidate:
-            raise LaunchError("--baseline and --candidate are for './ovstest compare'")
+            raise LaunchError("--baseline and --candidate are for './ovstest compare' and "
+                              "'./ovstest perf'")
         out_dir = None
         if args.mode == "compare" and "--out-dir" in extra:  # compare places its runs itself
             i = extra.index("--out-dir")
@@ -297,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "compare":
             return compare(root, args, extra)
         assert choice is not None
+        if args.mode == "perf":
+            return perf(root, args, choice, extra)
         if choice.layout is not None:
             probe(root, choice)
         extra, rw = out_dir_mounts(extra)

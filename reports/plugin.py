@@ -49,6 +49,7 @@ class _State:
     report_path: str | None = None
     problem: str | None = None
     unfinished: dict[str, str] = field(default_factory=dict)  # nodeid -> a phase reported
+    links: list[tuple[str, str]] = field(default_factory=list)  # extra index links
     known_bugs: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -97,6 +98,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def output_dir(config: pytest.Config) -> Path:
     """The run's output directory; artifact paths in records are relative to it."""
     return config.stash[_STATE_KEY].out_dir
+
+
+def add_index_link(config: pytest.Config, label: str, href: str) -> None:
+    """Link a page another plugin wrote into the output directory from index.html."""
+    state = config.stash.get(_STATE_KEY, None)
+    if state is not None:
+        state.links.append((label, href))
 
 
 def set_run_info(config: pytest.Config, backend: str, versions: dict[str, str],
@@ -307,7 +315,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from reports.render import render
 
         state.report_path = render(run, str(state.out_dir),
-                                   all_pages=bool(config.getoption("reports_all_cases")))
+                                   all_pages=bool(config.getoption("reports_all_cases")),
+                                   links=state.links)
     except Exception as exc:  # a broken report must not hide the test results
         state.problem = f"HTML report not written: {type(exc).__name__}: {exc}"
 

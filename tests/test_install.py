@@ -173,7 +173,9 @@ def test_debian_versions_reduce_to_upstream() -> None:
 @pytest.mark.parametrize("argv,message", [
     (["suite", "--ovs-bindir", "/nonexistent-ovs"], "--ovs-bindir /nonexistent-ovs: no such directory"),
     (["compare", "--baseline", "runtime"], "compare needs --baseline A and --candidate B (a build, a prefix, or 'runtime')"),
-    (["suite", "--baseline", "runtime"], "--baseline and --candidate are for './ovstest compare'"),
+    (["suite", "--baseline", "runtime"],
+     "--baseline and --candidate are for './ovstest compare' and './ovstest perf'"),
+    (["perf", "--candidate", "runtime"], "perf: --baseline and --candidate go together"),
 ])
 def test_launcher_bad_input_is_one_line_and_exit_2(argv: list[str], message: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "harness.launcher", *argv], cwd=ROOT,
