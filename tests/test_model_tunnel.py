@@ -105,3 +105,23 @@ def test_tunnel_spec_errors() -> None:
         spec("stt", 4, True)
     with pytest.raises(TunnelError, match="same family"):
         TunnelSpec("vxlan", "1.1.1.1", "::1", "aa:aa:aa:aa:aa:aa", "bb:bb:bb:bb:bb:bb")
+
+
+def test_inner_checksum_the_port_lacks_is_completed_before_the_outer_is_handed() -> None:
+    """E4: an inner TCP checksum the port has no feature for is completed in
+    software first, so the port sees a plain packet and may be handed the outer
+    IPv4 checksum through `ip`; advertised but not done (`ip_disabled`), the
+    outer checksum may then leave as handed.  With `l4` advertised the inner one
+    is still pending at the port: the outer one is `out_ip`'s, which works."""
+    from datapath.model.actions import mod_nw_dst
+    frame = compose("tcp", 4)
+    actions = [mod_nw_dst("0.0.0.0"), *model_actions(INNERS["tcp4"], spec("vxlan", 4, False))]
+    outer_ip = 14 + 10
+    lax = model.forward(frame, actions, TxOffloads.parse("ip_disabled,out_ip"),
+                        RxFlags.parse("l4=good"))
+    values = {Packet.parse(f).u16(outer_ip) for f in lax.allowed[0]}
+    assert 0 in values and len(values) == 2, values
+    strict = model.forward(frame, actions, TxOffloads.parse("ip_disabled,l4,out_ip"),
+                           RxFlags.parse("l4=good"))
+    assert {Packet.parse(f).u16(outer_ip) for f in strict.allowed[0]} != values
+    assert 0 not in {Packet.parse(f).u16(outer_ip) for f in strict.allowed[0]}

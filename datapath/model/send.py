@@ -25,7 +25,9 @@ E4  Which port feature may complete which checksum: the innermost IP and L4
     headers are the `ip` and `l4` features (for a tunnel packet too: DPDK's mbuf
     API addresses the inner headers with the plain flags); the outer IPv4 and
     UDP headers of a tunnel are `out_ip` and `out_udp`, or `ip` and `l4` when no
-    inner checksum is pending (then the packet is a plain one to the port).
+    inner checksum is pending at the port (then the packet is a plain one to
+    it); an inner checksum the port has no feature for is not: the datapath
+    completed it in software before handing the packet over (E2).
 E5  A checksum covering another checksum that a port completes (an outer UDP
     checksum over the inner packet, a GRE checksum) must be right for the frame
     as completed: it is computed as if the covered checksum were already right
@@ -141,7 +143,7 @@ def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
     adv = tx.netdev_flags()
     disabled = tx.driver_flags()
     tunnel = pkt.inner is not None
-    inner_pending = pkt.inner is not None and P in (pkt.inner.ip_csum, pkt.inner.l4_csum)
+    inner_pending = tunnel and _handed_inner(pkt, adv)
     layers = [("inner", True), ("outer", False)] if tunnel else [("outer", False)]
     out: list[Slot] = []
     for where, innermost in layers:
@@ -172,6 +174,20 @@ def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
             out.append(Slot(prefix + ("IP" if kind == "ip" else lay.l4_name), where, kind,
                             frozenset(covers), why, stay))
     return out
+
+
+def _handed_inner(pkt: Packet, adv: frozenset[str]) -> bool:
+    """Whether an inner checksum is still pending when the port gets the packet:
+    one the port advertises a feature for.  One it does not, the datapath has
+    completed in software before (E2, the fallback), so the port sees a plain
+    packet (E4)."""
+    lay = pkt.inner
+    assert lay is not None
+    if lay.ip_csum is P and lay.l3 is not None and lay.ipv == 4 and "ip" in adv:
+        return True
+    return (lay.l4_csum is P and lay.l4 is not None and not lay.fragment
+            and lay.proto in (PROTO_TCP, PROTO_UDP)
+            and ("tcp" if lay.proto == PROTO_TCP else "udp") in adv)
 
 
 def variants(pkt: Packet, slots: list[Slot],
