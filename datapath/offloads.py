@@ -63,7 +63,8 @@ class RxFlags:
                 raise OffloadError(f"unknown rx flag {item!r}: use ip=STATE or l4=STATE with "
                                    "STATE one of good, bad, partial, unknown")
             kwargs[layer] = CsumState(state)
-        return cls(**kwargs)
+        return cls(ip=kwargs.get("ip", CsumState.UNKNOWN),
+                   l4=kwargs.get("l4", CsumState.UNKNOWN))
 
 
 TX_FEATURES = ("ip", "l4", "out_ip", "out_udp")

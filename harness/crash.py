@@ -70,7 +70,8 @@ def symbolize(frames: list[str], timeout: float = 20.0) -> list[str]:
 
 def crash_report(texts: list[str]) -> str:
     """The cause and the symbolized backtrace, from the daemon's log and stderr."""
-    cause, frames = "", []
+    cause = ""
+    frames: list[str] = []
     for text in texts:
         c, f = backtrace(text)
         cause = cause or c

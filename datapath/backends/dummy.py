@@ -102,5 +102,6 @@ def wait_connected(sandbox: Sandbox, *names: str, timeout: float = 10.0) -> None
     sent before that are lost."""
     from harness.wait import wait_until
     for name in names:
-        wait_until(lambda n=name: check(sandbox.appctl("netdev-dummy/conn-state", n)).stdout
-                   == f"{n}: connected\n", timeout, what=f"{name}'s stream to connect")
+        def connected(n: str = name) -> bool:
+            return check(sandbox.appctl("netdev-dummy/conn-state", n)).stdout == f"{n}: connected\n"
+        wait_until(connected, timeout, what=f"{name}'s stream to connect")

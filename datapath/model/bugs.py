@@ -9,6 +9,7 @@ behaviour comes from, and on which OVS releases it was seen.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -222,13 +223,13 @@ def deviations(pkt: "Packet", slots: list[str]) -> list[Deviation]:
         first_nh = pkt.data[lay.l3 + 6]
         if name[-3:] in ("TCP", "UDP") and lay.ipv == 6 and first_nh != lay.proto:
             own: dict[str, Completion | None] = {
-                name: lambda p, lay_, nh=first_nh: p.set_l4_csum(lay_, pseudo_proto=nh)}
+                name: functools.partial(_l4_with_proto, proto=first_nh)}
             if name.startswith("inner.") and _tunnel_csum_shortcut(pkt, slots):
                 # packet_udp_tunnel_csum(): the outer UDP checksum from the inner
                 # pseudo-header it takes (Next Header and payload length of the
                 # IPv6 header), as if the inner checksum were right for that one.
                 plen = lay.l3_size - 40
-                own["outer.UDP"] = lambda p, out, nh=first_nh, n=plen: _lco_outer(p, out, nh, n)
+                own["outer.UDP"] = functools.partial(_lco_outer, proto=first_nh, length=plen)
             found.append(Deviation(
                 IPV6_EXT_PSEUDO_HEADER, pkt, own,
                 note=f"OVS completes {name} with Next Header {first_nh} in the pseudo-header"))
@@ -237,6 +238,10 @@ def deviations(pkt: "Packet", slots: list[str]) -> list[Deviation]:
         change(changed)
         found.append(Deviation(bug, changed, note=note))
     return found
+
+
+def _l4_with_proto(pkt: "Packet", lay: "Layer", proto: int) -> None:
+    pkt.set_l4_csum(lay, pseudo_proto=proto)
 
 
 def _tunnel_csum_shortcut(pkt: "Packet", slots: list[str]) -> bool:

@@ -11,7 +11,7 @@ def ones_sum(data: bytes, start: int = 0) -> int:
     total = start + sum(struct.unpack(f"!{len(data) // 2}H", data))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
-    return total
+    return int(total)
 
 
 def finish(total: int) -> int:

@@ -168,7 +168,7 @@ class Packet:
         return self.outer.l4_csum_ofs
 
     def u16(self, ofs: int) -> int:
-        return struct.unpack_from("!H", self.data, ofs)[0]
+        return int(struct.unpack_from("!H", self.data, ofs)[0])
 
     def put16(self, ofs: int, value: int) -> None:
         struct.pack_into("!H", self.data, ofs, value)

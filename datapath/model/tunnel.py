@@ -188,7 +188,7 @@ def _flow_label(spec: TunnelSpec, pkt: Packet, computed: int | None) -> int:
     if spec.flow_label == "copy":
         lay = pkt.outer
         if lay.ipv == 6 and lay.l3 is not None:
-            return struct.unpack_from("!I", pkt.data, lay.l3)[0] & 0xFFFFF
+            return int(struct.unpack_from("!I", pkt.data, lay.l3)[0]) & 0xFFFFF
         return 0
     if computed is None:
         raise TunnelError("flow label mode compute: the label is an input of push()")
