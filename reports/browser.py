@@ -171,8 +171,9 @@ class Browser:
         self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=True)
-        self.call("Emulation.setDeviceMetricsOverride", {"width": self.size[0], "height": self.size[1],
-                                                         "deviceScaleFactor": 1, "mobile": False}, session=True)
+        metrics = {"width": self.size[0], "height": self.size[1], "deviceScaleFactor": 1,
+                   "mobile": False}
+        self.call("Emulation.setDeviceMetricsOverride", metrics, session=True)
 
     def _stderr_tail(self) -> str:
         try:
@@ -181,7 +182,8 @@ class Browser:
             return ""
         return " | ".join(lines[-5:])
 
-    def call(self, method: str, params: dict[str, Any] | None = None, session: bool = False) -> dict[str, Any]:
+    def call(self, method: str, params: dict[str, Any] | None = None,
+             session: bool = False) -> dict[str, Any]:
         """Send one DevTools command and return its result; events seen meanwhile are kept."""
         if self.ws is None:
             raise BrowserError("not connected")

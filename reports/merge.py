@@ -112,7 +112,8 @@ def _is_number(value: Any) -> bool:
 
 
 def _is_text_map(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                           for k, v in value.items())
 
 
 def _is_text_list(value: Any) -> bool:

@@ -172,7 +172,8 @@ def test_debian_versions_reduce_to_upstream() -> None:
 
 @pytest.mark.parametrize("argv,message", [
     (["suite", "--ovs-bindir", "/nonexistent-ovs"], "--ovs-bindir /nonexistent-ovs: no such directory"),
-    (["compare", "--baseline", "runtime"], "compare needs --baseline A and --candidate B (a build, a prefix, or 'runtime')"),
+    (["compare", "--baseline", "runtime"],
+     "compare needs --baseline A and --candidate B (a build, a prefix, or 'runtime')"),
     (["suite", "--baseline", "runtime"],
      "--baseline and --candidate are for './ovstest compare' and './ovstest perf'"),
     (["perf", "--candidate", "runtime"], "perf: --baseline and --candidate go together"),

@@ -119,8 +119,10 @@ def _evidence_case(out: Path) -> CaseRecord:
     return CaseRecord(
         nodeid="cases/test_t.py::test_ip[tx_ip-rx_good]", outcome="failed", duration=0.2,
         params={"tx": "tx_ip", "state": "good"}, upstream="dpif-netdev - ip csum offload",
-        longrepr="    def test_ip():\n>       UNIQUE_LONGREPR_MARKER()\nE   FrameMismatch: p1 -> p2", backend="dummy", steps=[step],
-        commands=[Command(["ovs-vsctl", "--timeout=10", "--db=unix:/r/db.sock", "add-br", "br1"], 0, "", "", 0.01),
+        longrepr="    def test_ip():\n>       UNIQUE_LONGREPR_MARKER()\nE   FrameMismatch: p1 -> p2",
+        backend="dummy", steps=[step],
+        commands=[Command(["ovs-vsctl", "--timeout=10", "--db=unix:/r/db.sock", "add-br", "br1"],
+                          0, "", "", 0.01),
                   Command(["ovs-appctl", "netdev-dummy/receive", "p1", GOOD_UDP], 0, "", "", 0.001)],
         log_excerpt=["t|00001|netdev_dummy|DBG|Rx: packet", "t|00002|bridge|WARN|odd thing"],
         metrics={"gbps_tso_on": 9.28},
@@ -215,7 +217,9 @@ def test_traceability_lists_every_upstream_test(tmp_path: Path) -> None:
     pmd = html[html.index('<section id="pmd-at"'):html.index('<section id="tunnel-push-pop-at"')]
     assert "<b>1 of 20</b> tests of tests/pmd.at" in pmd and pmd.count('data-status="missing"') == 19
     for file, total in (("tunnel-push-pop.at", 14), ("tunnel-push-pop-ipv6.at", 7)):
-        assert f'<tr data-file="{file}"><td><a href="#{file.replace(".", "-")}">{file}</a></td><td>{total}</td>' in html
+        anchor = file.replace(".", "-")
+        assert (f'<tr data-file="{file}"><td><a href="#{anchor}">{file}</a></td>'
+                f'<td>{total}</td>') in html
 
 
 def test_upstream_files_are_numbered_as_the_4_0_testsuite() -> None:

@@ -33,9 +33,11 @@ def _cmd(*argv: str, rc: int = 0) -> Command:
 def _case(expected: str = SENT) -> CaseRecord:
     vsctl = ["/usr/bin/ovs-vsctl", "--timeout=10", f"--db=unix:{SANDBOX}/db.sock"]
     return CaseRecord(
-        nodeid="cases/test_x.py::test_fwd[tx_ip]", outcome="failed", longrepr="E   FrameMismatch\nE   IP.chksum",
+        nodeid="cases/test_x.py::test_fwd[tx_ip]", outcome="failed",
+        longrepr="E   FrameMismatch\nE   IP.chksum",
         commands=[
-            _cmd("/usr/bin/ovsdb-tool", "create", f"{SANDBOX}/conf.db", "/usr/share/openvswitch/vswitch.ovsschema"),
+            _cmd("/usr/bin/ovsdb-tool", "create", f"{SANDBOX}/conf.db",
+                 "/usr/share/openvswitch/vswitch.ovsschema"),
             _cmd(*vsctl, "--no-wait", "init"),
             _cmd(*vsctl, "add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy"),
             _cmd(*vsctl, "add-port", "br1", "p2", "--", "set", "Interface", "p2", "type=dummy",
@@ -104,7 +106,8 @@ exit 0
 '''
 
 
-def _run_with_stubs(tmp_path: Path, case: CaseRecord) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+def _run_with_stubs(tmp_path: Path,
+                    case: CaseRecord) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"):
@@ -119,7 +122,8 @@ def _run_with_stubs(tmp_path: Path, case: CaseRecord) -> tuple[subprocess.Comple
     run = tmp_path / "run"
     env = {"PATH": f"{bindir}:{os.environ['PATH']}", "STUB_LOG": str(tmp_path / "calls"),
            "STUB_CAPTURE": str(capture), "OVS_SCHEMA": str(schema), "HOME": str(tmp_path)}
-    proc = subprocess.run(["bash", str(script), str(run)], env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(["bash", str(script), str(run)], env=env, capture_output=True, text=True,
+                          timeout=60)
     calls = [line.split("\x1f") for line in (tmp_path / "calls").read_text().splitlines()]
     return proc, calls
 

@@ -367,7 +367,8 @@ def test_dissect_reports_checksum_verdicts(tmp_path: Path) -> None:
     ip_layer = frames[0]["layers"][1]
     assert "src=127.0.0.1" in ip_layer["summary"]
 
-    case = _case("t.py::test_bad", "failed", steps=[Step("s", "p1", "p2", [GOOD_UDP], [GOOD_UDP], [bad_ip], False)])
+    case = _case("t.py::test_bad", "failed",
+                 steps=[Step("s", "p1", "p2", [GOOD_UDP], [GOOD_UDP], [bad_ip], False)])
     dissect_failures([case], tmp_path / "out")
     assert case.steps[0].dissection[0]["layers"][1]["checksums"][0]["status"] == "bad"
     render(_run([case]), str(tmp_path / "out"))
