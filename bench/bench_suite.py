@@ -27,7 +27,7 @@ from datapath.model.actions import mod_tp_dst, ofctl_actions, output  # noqa: E4
 from datapath.offloads import CsumState, RxFlags, TxOffloads  # noqa: E402
 from fixtures.frames import compose  # noqa: E402
 from harness.control import check  # noqa: E402
-from harness.expect import send_and_expect  # noqa: E402
+from datapath.expect import send_and_expect  # noqa: E402
 from harness.install import OvsInstall  # noqa: E402
 from harness.sandbox import Sandbox  # noqa: E402
 from harness.tshark import Tshark, TsharkError  # noqa: E402

@@ -22,7 +22,7 @@ from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import ETH_DST, ETH_SRC, compose, with_l4_csum
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 from harness.wait import wait_until
 from reports.plugin import record_for
 

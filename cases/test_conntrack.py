@@ -30,7 +30,7 @@ from datapath.model.conntrack import Conntrack, CtCommitDnat
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import compose, with_ip_csum_flipped
 from harness.control import check
-from harness.expect import expect_frames, send_and_expect
+from datapath.expect import expect_frames, send_and_expect
 from harness.sandbox import Sandbox
 from harness.wait import wait_until
 

@@ -20,7 +20,7 @@ from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped
 from fixtures.sequence import FwdSequence, csum_sequence
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 
 G, B, P, U = CsumState.GOOD, CsumState.BAD, CsumState.PARTIAL, CsumState.UNKNOWN
 

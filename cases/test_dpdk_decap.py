@@ -25,7 +25,7 @@ from datapath.offloads import RxFlags
 from fixtures.dpdk_tunnel import dpdk_bench_pool, dpdk_tunnel_bench  # noqa: F401
 from fixtures.frames import encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, UNDERLAY, csum_id, inner_frame, rewrite, spec
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 
 FRAMES = ["good_frame", "bad_outer_ip", "bad_outer_csum", "bad_inner"]
 # Inner IPv4 TCP rewritten by mod_nw_dst, inner IPv6 UDP by mod_tp_dst.

@@ -22,7 +22,7 @@ from datapath.model.actions import output
 from datapath.offloads import CsumState, RxFlags
 from fixtures.frames import tso_frame
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 from reports.plugin import record_for
 
 SEGSZ = 500

@@ -18,7 +18,7 @@ from datapath.backends.dummy import DummyPort, wait_connected
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from harness.control import check
-from harness.expect import expect_frames
+from datapath.expect import expect_frames
 from fixtures.pmd import icmp_frame
 from fixtures.sequence import capture, expect_unchanged
 from harness.pcap import PcapReader

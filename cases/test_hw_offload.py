@@ -20,14 +20,14 @@ from datapath.offloads import TxOffloads
 from fixtures.frames import compose, ndp_solicit
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
-from harness.expect import expect_frames, send_and_expect
+from datapath.expect import expect_frames, send_and_expect
 from harness.filters import (filter_flow_install, filter_hw_flow_del, filter_hw_flow_install,
                              filter_hw_packet_netdev_dummy, offload_counters, strip_hw_offload,
                              strip_timers, strip_xout)
 from harness.pcap import PcapReader, read_all
 from harness.sandbox import Sandbox
 from harness.wait import wait_until
-from reports.records import Step
+from harness.records import Step
 
 KEY_PREFIX = ("recirc_id(0),dp_hash(0),skb_priority(0),in_port(1),skb_mark(0),ct_state(0),"
               "ct_zone(0),ct_mark(0),ct_label(0),")

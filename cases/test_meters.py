@@ -21,7 +21,7 @@ from datapath.model.actions import output
 from datapath.model.meter import DropMeter
 from datapath.offloads import TxOffloads
 from harness.control import check
-from harness.expect import expect_frames
+from datapath.expect import expect_frames
 from harness.filters import filter_flow_install, strip_timers, strip_xout_keep_actions
 
 FLOW = ("in_port({port}),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:{src},"

@@ -21,7 +21,7 @@ from fixtures.pmd import (DUMMY_NUMA, assignment, check_cpu_discovered, check_pm
                           icmp_frame, one_pmd, rxq_groups, rxq_lines, rxq_show, rxq_show_cleared,
                           set_other_config)
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 from harness.filters import bre, filter_flow_install, sed_numa_core, strip_xout
 from harness.wait import wait_until
 

@@ -15,7 +15,7 @@ from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from fixtures.pmd import ICMP_FLOW, icmp_frame, packet_in, rxq_parsed
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 from harness.filters import flow_dump_prepend_pmd
 from harness.ofmonitor import OfctlMonitor
 from harness.pcap import read_all

@@ -19,7 +19,7 @@ from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from fixtures.frames import L7
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 from harness.filters import bre, strip_xout_keep_actions
 from harness.sandbox import Sandbox
 from harness.wait import wait_until

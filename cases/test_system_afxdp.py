@@ -22,7 +22,7 @@ from fixtures.frames import compose, with_ip_csum_flipped, with_l4_csum
 from fixtures.upstream_system import (LogWatch, PathCheck, Sniffer, add_veth, check_path,
                                       format_ping, icmp_echo, run_in)
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
 

@@ -30,7 +30,7 @@ from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
 from harness.wait import wait_until
 from reports.plugin import record_for
-from reports.records import Step
+from harness.records import Step
 
 
 def dpdk_veth(ovs: OvsDpdk, name: str, ns: Netns, bridge: str, addr: str) -> None:

@@ -27,7 +27,7 @@ from fixtures.frames import tso_frame
 from fixtures.tunnel import (FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, csum_id,
                              fallback_spec, spec)
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 
 TSO = pytest.mark.sandbox(other_config={"userspace-tso-enable": "true"})
 

@@ -26,7 +26,7 @@ from fixtures.sequence import add_of_ports, expect_unordered
 from fixtures.tunnel import FALLBACK_TUNNELS, fallback_spec
 from fixtures.upstream_tso_vectors import FRAMES, V4_BIG, V4_SEGS, V6_BIG, V6_SEGS, expand
 from harness.control import check
-from harness.expect import expect_frames, send_and_expect
+from datapath.expect import expect_frames, send_and_expect
 from harness.filters import strip_stats, strip_used
 from harness.pcap import PcapReader, read_all
 from harness.sandbox import Sandbox

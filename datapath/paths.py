@@ -28,7 +28,7 @@ import pytest
 from harness.control import check
 from harness.sandbox import Sandbox
 from harness.wait import WaitTimeout, wait_until
-from reports.records import Step
+from harness.records import Step
 
 CACHE_MODES: dict[str, dict[str, str]] = {
     "emc": {"emc-insert-inv-prob": "1", "smc-enable": "false"},

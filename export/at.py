@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datapath.model import bugs
 from export.frames import at_data, m4_comment
 from harness.logscan import scan_lines
-from reports.records import CaseRecord, Command, Step
+from harness.records import CaseRecord, Command, Step
 from reports.repro import captured_ports, find_rundir, replayed_commands
 
 HARNESS_POLLS = (("ovs-appctl", "dpctl/show", "-s"),)

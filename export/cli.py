@@ -25,7 +25,7 @@ from datapath.model import bugs
 from datapath.model.bugs import OvsBug
 from export import at, writeup
 from export.frames import checksums_valid
-from reports.records import CaseRecord, RunRecord, Step, case_slug
+from harness.records import CaseRecord, RunRecord, Step, case_slug
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = "reports/out-export"

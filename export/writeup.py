@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from datapath.model.bugs import OvsBug
 from export.frames import scapy_line, split_hex
-from reports.records import CaseRecord, Step
+from harness.records import CaseRecord, Step
 
 WIDTH = 78
 

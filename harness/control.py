@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from reports.records import Command
+from harness.records import Command
 
 
 @dataclass

@@ -26,7 +26,7 @@ from perf.sides import (GEN_NAMES, SWITCH_NAMES, TAP_NAMES, Side, SideError, Sna
                         Unavailable)
 from perf.sysstat import group_delta, ovs_thread_class, pin_threads
 from perf.traffic import file_prefix, flow_frames, openflow_rules, parse_unmatched
-from reports.records import Command
+from harness.records import Command
 
 BRIDGE = "br0"
 _vdev_ids = itertools.count()

@@ -32,7 +32,7 @@ import jinja2
 
 from harness.compare import diff_frames
 from harness.runtime import host_path
-from reports.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, case_slug
+from harness.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, case_slug
 from reports.render import TEMPLATES, render
 
 MAX_IDS_SHOWN = 200

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from reports.index import Entry, format_seconds, message
 from reports.layers import field_table
-from reports.records import Command, Step
+from harness.records import Command, Step
 
 MAX_FRAMES_PER_COLUMN = 8
 MAX_BYTES_PER_FRAME = 512

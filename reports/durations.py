@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from reports.records import RunRecord
+from harness.records import RunRecord
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "durations.json")
 

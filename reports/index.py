@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from reports.records import FAILED_OUTCOMES, OUTCOME_ORDER, CaseRecord, RunRecord
+from harness.records import FAILED_OUTCOMES, OUTCOME_ORDER, CaseRecord, RunRecord
 
 MAX_MESSAGE_CHARS = 160
 MAX_LISTED_FAILURES = 100

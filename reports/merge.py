@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from reports.records import CaseRecord, RunRecord, known_bug_status
+from harness.records import CaseRecord, RunRecord, known_bug_status
 from reports.render import render
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from harness.runtime import host_path
 from reports.dissect import DissectError, dissect, write_pcap
-from reports.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step,
+from harness.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step,
                              case_slug, known_bug_status)
 from reports.upstream import DEFAULT_FILE
 

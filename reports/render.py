@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from reports.casepage import case_view
 from reports.index import Entry, index_context
-from reports.records import DETAIL_OUTCOMES, CaseRecord, RunRecord, case_slug, outcome_rank
+from harness.records import DETAIL_OUTCOMES, CaseRecord, RunRecord, case_slug, outcome_rank
 from reports.repro import reproducer
 from reports.trace import trace_context
 

@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 
-from reports.records import CaseRecord
+from harness.records import CaseRecord
 
 RUN_VAR = '"$RUN"'
 # Commands the script's own start-up replaces.

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from reports.index import Entry, outcome_counts
-from reports.records import OUTCOME_ORDER, outcome_rank
+from harness.records import OUTCOME_ORDER, outcome_rank
 from reports.upstream import DEFAULT_FILE, FILES, RELEASE, UpstreamTest, split_titles
 
 MAX_IDS_PER_TEST = 200

@@ -11,7 +11,7 @@ from scapy.layers.vxlan import VXLAN
 
 from fixtures.shard import deal, load_durations, parse_shard
 from reports.buildcompare import compare_runs, field_paths, main
-from reports.records import CaseRecord, RunRecord, Step
+from harness.records import CaseRecord, RunRecord, Step
 
 pytest_plugins = ["pytester"]
 

@@ -18,7 +18,7 @@ from scapy.layers.l2 import Ether
 from datapath.model import bugs
 from export import at, cli, writeup
 from export.frames import checksums_valid, layer_chunks
-from reports.records import CaseRecord, Command, Step
+from harness.records import CaseRecord, Command, Step
 
 RUN = "/somewhere/out/cases/test_x-1234abcd"
 SENT = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") /
@@ -211,7 +211,7 @@ def test_unknown_id_is_one_line_and_exit_code_2(given: str, capsys: pytest.Captu
 def test_a_bug_key_exports_its_minimal_case_from_results(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     """--results: no run; the xfailed case on the bug is exported as KEY.at and
     KEY.txt; a bug no case showed is exit status 1, naming it."""
-    from reports.records import RunRecord
+    from harness.records import RunRecord
     case = _case(bugs.GRE_CSUM_AT_PUSH.key, "xfailed")
     other = _case(bugs.GRE_CSUM_AT_PUSH.key, "passed")
     other.nodeid = "cases/test_x.py::test_fwd[passed]"

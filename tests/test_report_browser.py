@@ -14,7 +14,7 @@ import pytest
 
 from reports.browser import Browser, find_chromium
 from reports.plugin import output_dir
-from reports.records import CaseRecord, Command, RunRecord, Step
+from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.render import render
 
 pytest_plugins = ["pytester"]
@@ -32,7 +32,7 @@ MAX_LOAD_SECONDS = 2.0
 
 RUN_WITH_EVERY_OUTCOME = f'''
 import pytest
-from reports.records import Command, Step
+from harness.records import Command, Step
 
 SENT, GOT = "{SENT}", "{GOT}"
 

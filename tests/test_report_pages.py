@@ -10,7 +10,7 @@ import pytest
 
 from reports.index import Entry, embed_json, index_data, message, natural_key
 from reports.layers import field_table, frame_layers
-from reports.records import CaseRecord, Command, RunRecord, Step
+from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.render import layout, render
 from reports.trace import trace_rows
 from reports.upstream import TITLES, UPSTREAM_TESTS

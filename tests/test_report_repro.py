@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import CaseRecord, Command, RunRecord, Step
+from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.repro import captured_ports, expected_frames, find_rundir, replayed_commands, reproducer
 
 pytest_plugins = ["pytester"]
@@ -161,7 +161,7 @@ INJECTED = '''
 import pytest
 from datapath.model import Expected
 from harness.control import check
-from harness.expect import send_and_expect
+from datapath.expect import send_and_expect
 
 SENT = bytes.fromhex("{sent}")
 

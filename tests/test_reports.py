@@ -17,7 +17,7 @@ from reports import dissect as dissect_module
 from reports.dissect import DissectError, dissect, write_pcap
 from reports.merge import main as merge_main
 from reports.plugin import dissect_failures
-from reports.records import CaseRecord, Command, RunRecord, Step
+from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.render import render
 
 pytest_plugins = ["pytester"]
@@ -132,7 +132,7 @@ def test_evidence(case_record, record_property, csum):
     case_record.steps.append(Step("s", "p1", "p2", ["00"], ["00"], ["00"], True))
     case_record.log_excerpt.append("log line")
 
-from reports.records import Command, Step
+from harness.records import Command, Step
 '''
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import RunRecord
+from harness.records import RunRecord
 
 pytest_plugins = ["pytester"]
 

@@ -14,7 +14,7 @@ from harness.compare import FrameMismatch
 from harness.sandbox import DaemonDied
 from harness.tshark import Tshark, disagreements
 from harness.wait import WaitTimeout, wait_until
-from reports.records import Step
+from harness.records import Step
 
 DEFAULT_TIMEOUT = 5.0
 MAX_XFAIL_LINES = 24  # the xfail reason quotes the diff; the step keeps all of it
