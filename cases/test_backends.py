@@ -25,6 +25,8 @@ from harness.control import check
 from datapath.expect import send_and_expect
 from harness.wait import wait_until
 from reports.plugin import record_for
+from collections.abc import Callable
+from datapath.backends.env import RealEnv
 
 TSO = [pytest.param(False, id="tso_off"), pytest.param(True, id="tso_on")]
 VIRTIO_NET_F_CSUM = 1 << 0  # the guest may send partial checksums
@@ -33,7 +35,7 @@ STATUS_OFFLOAD_KEYS = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum
 
 
 @pytest.mark.parametrize("tso", TSO)
-def test_tap_port_offloads_follow_userspace_tso(real_env, tso: bool) -> None:
+def test_tap_port_offloads_follow_userspace_tso(real_env: Callable[..., RealEnv], tso: bool) -> None:
     """A tap port: OVS asks the kernel (TUNSETOFFLOAD) for checksum offload always
     and for TSO4/TSO6 only with userspace TSO (Documentation/topics/userspace-tso).
 
@@ -61,7 +63,7 @@ def test_tap_port_offloads_follow_userspace_tso(real_env, tso: bool) -> None:
 
 @pytest.mark.parametrize("tso", TSO)
 @pytest.mark.parametrize("csum", [False, True], ids=["tx_off", "tx_on"])
-def test_veth_port_offloads_follow_ethtool(real_env, tso: bool, csum: bool) -> None:
+def test_veth_port_offloads_follow_ethtool(real_env: Callable[..., RealEnv], tso: bool, csum: bool) -> None:
     """A system port on a veth: OVS reads the device's ethtool features when it
     opens it, and only with userspace TSO (the AF_PACKET socket needs a
     virtio-net header to offload anything).
@@ -80,7 +82,7 @@ def test_veth_port_offloads_follow_ethtool(real_env, tso: bool, csum: bool) -> N
 
 
 @pytest.mark.parametrize("tso", TSO)
-def test_dpdk_net_tap_offloads(real_env, tso: bool) -> None:
+def test_dpdk_net_tap_offloads(real_env: Callable[..., RealEnv], tso: bool) -> None:
     """A dpdk port on a net_tap vdev (n_rxq=2: net_tap needs as many rx as tx queues).
 
     Verifies Interface status: driver net_tap, rx checksum offload on, and the
@@ -102,7 +104,7 @@ def test_dpdk_net_tap_offloads(real_env, tso: bool) -> None:
     assert "p1" in env.peer("p1").links()
 
 
-def test_dpdk_net_pcap_forward(real_env, request: pytest.FixtureRequest) -> None:
+def test_dpdk_net_pcap_forward(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest) -> None:
     """Frames in and out through pcap files: p1 and p2 are net_pcap ports, and a
     flow rewrites the TCP/UDP destination port on the way.
 
@@ -160,7 +162,8 @@ def _vhost_bench(env, frames: list[bytes]):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("engine", ["io", "csum"])
-def test_vhost_guest_to_ovs(real_env, request: pytest.FixtureRequest, engine: str) -> None:
+def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest,
+                            engine: str) -> None:
     """testpmd (virtio-user) sends into OVS through a dpdkvhostuserclient port;
     OVS rewrites the L4 destination port and sends to a net_pcap port.
 
@@ -210,7 +213,7 @@ def test_vhost_guest_to_ovs(real_env, request: pytest.FixtureRequest, engine: st
     pmd.stop_forwarding()
 
 
-def test_ovs_to_vhost_guest(real_env, request: pytest.FixtureRequest) -> None:
+def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest) -> None:
     """OVS sends to a dpdkvhostuserclient port; testpmd (io engine) writes what
     its virtio-user port receives to a pcap file.
 

@@ -12,6 +12,8 @@ from fixtures.frames import L7
 from fixtures.sequence import capture, expect_unchanged
 from harness.control import check
 from harness.wait import wait_until
+from harness.records import CaseRecord
+from harness.sandbox import Sandbox
 
 KEY_PREFIX = ("recirc_id(0),dp_hash(0),skb_priority(0),in_port(1),skb_mark(0),ct_state(0),"
               "ct_zone(0),ct_mark(0),ct_label(0),packet_type(ns=0,id=0),")
@@ -39,7 +41,7 @@ FRAMES = [tcp_frame(0), tcp_frame(1, 1024)]
 
 
 @pytest.mark.upstream("dpif-netdev - netdev-dummy/receive")
-def test_netdev_dummy_receive(sandbox, case_record) -> None:
+def test_netdev_dummy_receive(sandbox: Sandbox, case_record: CaseRecord) -> None:
     """A packet given as an ODP flow (with and without --len) misses and upcalls;
     the line after 'miss upcall' in the log must be the full datapath key.  The
     frames flooded to br0 (captured) must be the packets, unchanged."""
@@ -79,7 +81,7 @@ def expected_status(tx: TxOffloads) -> dict[str, str]:
 
 
 @pytest.mark.upstream("dpif-netdev - check tx packet checksum offloading")
-def test_tx_offload_status_defaults(sandbox) -> None:
+def test_tx_offload_status_defaults(sandbox: Sandbox) -> None:
     """A plain dummy port and the bridge's internal port advertise no tx offload."""
     sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
                       "type=dummy", f"options:pstream=punix:{sandbox.rundir}/p0.sock", "--",
@@ -92,7 +94,7 @@ def test_tx_offload_status_defaults(sandbox) -> None:
 
 @pytest.mark.parametrize("spec", ["ip", "l4", "out_ip", "out_udp", "ip,l4,out_ip,out_udp",
                                   "ip_disabled,l4_disabled,out_ip_disabled,out_udp_disabled"])
-def test_tx_offload_status_follows_options(sandbox, spec: str) -> None:
+def test_tx_offload_status_follows_options(sandbox: Sandbox, spec: str) -> None:
     """Beyond upstream: each ol_*_tx_csum option turns on exactly its status keys,
     `_disabled` does not change them, and removing the options turns them off again."""
     from datapath.backends.dummy import DummyPort

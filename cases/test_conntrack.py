@@ -33,6 +33,8 @@ from harness.control import check
 from datapath.expect import expect_frames, send_and_expect
 from harness.sandbox import Sandbox
 from harness.wait import wait_until
+from harness.records import CaseRecord
+from harness.tshark import Tshark
 
 G, B, P, U = CsumState.GOOD, CsumState.BAD, CsumState.PARTIAL, CsumState.UNKNOWN
 # (frame, rx IP flag, checked, err) after each forward, as upstream expects them.
@@ -67,7 +69,7 @@ def counters(sb: Sandbox, checked: int, err: int) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - conntrack")
-def test_conntrack(sandbox, case_record, second_opinion) -> None:
+def test_conntrack(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None) -> None:
     """Unknown IPv4 checksums are verified (checked+1) and a wrong one makes the
     packet invalid (err+1), as does the bad flag (err+1 without a check); good
     and partial ones are trusted.  A valid packet is NATed with its checksums

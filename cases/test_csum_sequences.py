@@ -21,6 +21,9 @@ from fixtures.frames import MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped
 from fixtures.sequence import FwdSequence, csum_sequence
 from harness.control import check
 from datapath.expect import send_and_expect
+from harness.records import CaseRecord
+from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 
 G, B, P, U = CsumState.GOOD, CsumState.BAD, CsumState.PARTIAL, CsumState.UNKNOWN
 
@@ -45,7 +48,8 @@ def check_checksums(seq: FwdSequence, layer: str, actions, tx: TxOffloads,  # ty
 
 
 @pytest.mark.upstream("dpif-netdev - ip csum offload")
-def test_ip_csum_offload_sequence(sandbox, case_record, second_opinion) -> None:
+def test_ip_csum_offload_sequence(sandbox: Sandbox, case_record: CaseRecord,
+                                  second_opinion: Tshark | None) -> None:
     """mod_nw_dst with p2's IP offload off, then on, then advertised but not done
     (the bad IP checksum stays, TCP is updated); then an IPv4 header with options
     (checksum fixed to dd2e) and one that claims options it lacks (unchanged)."""
@@ -94,7 +98,8 @@ L4_TITLES = {("tcp", 4): "dpif-netdev - tcp csum offload",
 @pytest.mark.parametrize("l4,ipv", [
     pytest.param(l4, ipv, id=f"{l4}{ipv}", marks=pytest.mark.upstream(title))
     for (l4, ipv), title in L4_TITLES.items()])
-def test_l4_csum_offload_sequence(sandbox, case_record, second_opinion, l4: str, ipv: int) -> None:
+def test_l4_csum_offload_sequence(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None,
+                                  l4: str, ipv: int) -> None:
     """mod_tp_dst:2222 with p2's L4 offload off, then on, then advertised but not
     done (0xdead stays)."""
     seq = csum_sequence(sandbox, case_record.steps, second_opinion)
@@ -116,7 +121,8 @@ def test_l4_csum_offload_sequence(sandbox, case_record, second_opinion, l4: str,
 
 
 @pytest.mark.upstream("dpif-netdev - tcp csum offload (simple match)")
-def test_tcp_csum_simple_match_sequence(sandbox, case_record, second_opinion) -> None:
+def test_tcp_csum_simple_match_sequence(sandbox: Sandbox, case_record: CaseRecord,
+                                        second_opinion: Tshark | None) -> None:
     """in_port -> output: a bad TCP checksum is forwarded as it is, except under
     the rx partial flag (completed at send); from the second packet on the simple
     match cache is used: its hits go 0..4 with upstream's percentages."""

@@ -7,6 +7,7 @@ import pytest
 
 from harness.control import check
 from harness.wait import wait_until
+from harness.sandbox import Sandbox
 
 FLOW_KEY = ("in_port(1),eth(),eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,"
             "tos={tos},ttl=64,frag=no),tcp(src=80,dst=8080)")
@@ -19,7 +20,7 @@ def br0_with_p1(sandbox, *bridge_settings: str) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - check dpctl/add-flow in_port exact match")
-def test_add_flow_needs_exact_in_port(sandbox) -> None:
+def test_add_flow_needs_exact_in_port(sandbox: Sandbox) -> None:
     """A datapath flow without an exact in_port is refused (EINVAL), with the
     exact error text, and the reason is logged."""
     br0_with_p1(sandbox, "other-config:datapath-id=1234", "fail-mode=secure")
@@ -32,7 +33,7 @@ def test_add_flow_needs_exact_in_port(sandbox) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - check dpctl/add-flow wider ip match")
-def test_add_flow_wider_ip_match(sandbox) -> None:
+def test_add_flow_wider_ip_match(sandbox: Sandbox) -> None:
     """Zero and wide IPv4 masks are accepted; the log stays clean (checked at stop)."""
     br0_with_p1(sandbox)
     check(sandbox.appctl("revalidator/pause"))
@@ -45,7 +46,7 @@ def test_add_flow_wider_ip_match(sandbox) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - mega flow ufid uniqueness for different wildcards", since="4.0")
-def test_megaflow_ufid_unique_per_wildcards(sandbox) -> None:
+def test_megaflow_ufid_unique_per_wildcards(sandbox: Sandbox) -> None:
     """Two flows whose masked keys are equal (tos 0x20/0 and tos 0) but whose masks
     differ are two megaflows with two distinct mega_ufids."""
     br0_with_p1(sandbox)

@@ -24,6 +24,8 @@ from fixtures.frames import tso_frame
 from harness.control import check
 from datapath.expect import send_and_expect
 from reports.plugin import record_for
+from collections.abc import Callable
+from datapath.backends.env import RealEnv
 
 SEGSZ = 500
 # Environment facts: this guest negotiates no guest TSO, net_pcap has no TSO.
@@ -32,7 +34,8 @@ LOG_ALLOW = (r"netdev_dpdk\|WARN\|v1: Tx TSO offload is not supported",
 
 
 @pytest.mark.parametrize("ipv", [4, 6], ids=["in4", "in6"])
-def test_vhost_guest_tso_to_net_pcap(real_env, request: pytest.FixtureRequest, ipv: int) -> None:
+def test_vhost_guest_tso_to_net_pcap(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest,
+                                     ipv: int) -> None:
     """A 2000-byte TCP payload sent by the guest as one TSO packet (segsz 500).
 
     Verifies: the vhost port negotiated host TSO with the guest (the guest's

@@ -26,6 +26,8 @@ from harness.filters import (filter_flow_dump, filter_flow_install, filter_hw_fl
                              filter_hw_flow_install, filter_hw_packet_netdev_dummy, strip_timers,
                              strip_xout, strip_xout_keep_actions)
 from harness.wait import wait_until
+from harness.records import CaseRecord
+from harness.sandbox import Sandbox
 
 ICMP = ("in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,dst=50:54:00:00:00:0a),"
         "eth_type(0x0800),ipv4(src=10.0.0.2,dst=10.0.0.1,proto=1,tos=0,ttl=64,frag=no),"
@@ -64,7 +66,8 @@ def wait_misses(sandbox, n: int) -> list[str]:
 
 @pytest.mark.parametrize("port_type", port_types(
     "dpif-netdev - miss upcall key matches flow_install"))
-def test_miss_upcall_key_matches_flow_install(sandbox, case_record, port_type: str) -> None:
+def test_miss_upcall_key_matches_flow_install(sandbox: Sandbox, case_record: CaseRecord,
+                                              port_type: str) -> None:
     """The miss upcall's key is the full flow; the installed megaflow is the
     wildcarded one, and without megaflows an exact-match flow is added too."""
     br0(sandbox, port_type, ("p1", 1))
@@ -101,7 +104,7 @@ DP_FLOW = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=00:06:07:08:0
 
 
 @pytest.mark.parametrize("port_type", port_types("dpif-netdev - datapath flow modification"))
-def test_datapath_flow_modification(sandbox, case_record, port_type: str) -> None:
+def test_datapath_flow_modification(sandbox: Sandbox, case_record: CaseRecord, port_type: str) -> None:
     """After the OpenFlow rules change, revalidation must modify the datapath
     flow: the same packet then counts on it and it outputs back to port 1.
     Beyond upstream, p1's received frames and p1's and p2's sent frames are
@@ -149,7 +152,7 @@ def test_datapath_flow_modification(sandbox, case_record, port_type: str) -> Non
 
 @pytest.mark.parametrize("port_type", port_types(
     "dpif-netdev - miss upcall key matches flow_dump"))
-def test_miss_upcall_key_matches_flow_dump(sandbox, case_record, port_type: str) -> None:
+def test_miss_upcall_key_matches_flow_dump(sandbox: Sandbox, case_record: CaseRecord, port_type: str) -> None:
     """With terse (UFID) dumping disabled, the dumped flows carry full keys and
     masks: the megaflow, then also the exact-match flow without megaflows."""
     br0(sandbox, port_type, ("p1", 1))
@@ -194,7 +197,7 @@ def dummy_iface_types() -> list:
 
 
 @pytest.mark.parametrize("port_type", dummy_iface_types())
-def test_dummy_interface(sandbox, case_record, port_type: str) -> None:
+def test_dummy_interface(sandbox: Sandbox, case_record: CaseRecord, port_type: str) -> None:
     """Two bridges linked by a pair of dummies over a unix socket (p1 <-> p2):
     a packet from p7 crosses to p8 and one from p8 to p7, installing four
     megaflows, one per ingress port."""
@@ -247,7 +250,7 @@ def test_dummy_interface(sandbox, case_record, port_type: str) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - revalidators handle dp modification fail correctly")
-def test_revalidator_handles_failed_modification(sandbox, case_record) -> None:
+def test_revalidator_handles_failed_modification(sandbox: Sandbox, case_record: CaseRecord) -> None:
     """With its datapath flow deleted behind its back, a revalidator's flow
     modification fails ('failed to put'); the inconsistent ukey must then be
     deleted (every upcall/show 'keys' count 0)."""
@@ -296,7 +299,7 @@ HWOL_PACKET = ("packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03
 
 
 @pytest.mark.parametrize("port_type", port_types("dpif-netdev - partial hw offload"))
-def test_partial_hw_offload(sandbox, case_record, port_type: str) -> None:
+def test_partial_hw_offload(sandbox: Sandbox, case_record: CaseRecord, port_type: str) -> None:
     """With hw-offload on, the dummy offload provider gets the megaflow (mark 1),
     the second packet matches it by mark, the datapath flow counts it, and when
     the flow expires it is deleted from the 'hardware' too."""

@@ -28,6 +28,8 @@ from harness.pcap import PcapReader, read_all
 from harness.sandbox import Sandbox
 from harness.wait import wait_until
 from harness.records import Step
+from harness.records import CaseRecord
+from harness.tshark import Tshark
 
 KEY_PREFIX = ("recirc_id(0),dp_hash(0),skb_priority(0),in_port(1),skb_mark(0),ct_state(0),"
               "ct_zone(0),ct_mark(0),ct_label(0),")
@@ -128,7 +130,8 @@ UDP_PARSED = ("udp,in_port=ANY,dl_vlan=99,dl_vlan_pcp=7,vlan_tci1=0x0000,dl_src=
 
 @pytest.mark.parametrize("port_type", port_types(
     "dpif-netdev - partial hw offload with packet modifications"))
-def test_partial_hw_offload_with_packet_modifications(sandbox, case_record, port_type: str) -> None:
+def test_partial_hw_offload_with_packet_modifications(sandbox: Sandbox, case_record: CaseRecord,
+                                                      port_type: str) -> None:
     """mod_nw_src and mod_tp_dst on a VLAN-tagged UDP packet, sent back out of p1:
     the offloaded packet must carry correct L3/L4 offsets, so both packets leave
     rewritten (the UDP checksum updated with them)."""
@@ -165,7 +168,7 @@ ARP_PARSED = ("arp,in_port=ANY,dl_vlan={vid},dl_vlan_pcp=7,vlan_tci1=0x0000,"
 
 @pytest.mark.parametrize("port_type", port_types(
     "dpif-netdev - partial hw offload with arp vlan id packet modifications"))
-def test_partial_hw_offload_arp_vlan_id(sandbox, case_record, port_type: str) -> None:
+def test_partial_hw_offload_arp_vlan_id(sandbox: Sandbox, case_record: CaseRecord, port_type: str) -> None:
     """mod_vlan_vid on a VLAN-tagged ARP packet (the datapath does pop_vlan,
     push_vlan): the offloaded packet must carry the right L3 offset, so both
     packets leave with VLAN id 11 and PCP 7."""
@@ -200,7 +203,7 @@ def counters(sb: Sandbox) -> str:
 
 @pytest.mark.upstream("dpif-netdev - full hw offload - dummy-pmd", since="4.0")
 @pytest.mark.sandbox(dummy_numa="0,0,0,0,1,1,1,1")
-def test_full_hw_offload(sandbox, case_record, second_opinion) -> None:
+def test_full_hw_offload(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None) -> None:
     """The second packet of a flow is forwarded by the (simulated) hardware: the
     datapath flow shows offloaded:yes and no partial hit; one miss, one full.
     With its output port deleted behind the revalidator's back, the hardware
@@ -288,7 +291,8 @@ NDP_EXPECTED = ("aa66aa660001aa66aa6600000800" "4500007a00004000401133be01010258
 
 @pytest.mark.upstream("dpif-netdev - full hw offload - tunnel entropy - dummy-pmd", since="4.0")
 @pytest.mark.sandbox(dummy_numa="0")
-def test_full_hw_offload_tunnel_entropy(sandbox, case_record, second_opinion) -> None:
+def test_full_hw_offload_tunnel_entropy(sandbox: Sandbox, case_record: CaseRecord,
+                                        second_opinion: Tshark | None) -> None:
     """With hw-offload on, the VXLAN source port is the offload provider's choice,
     a hash of the inner frame (43938 here), not the configured range (57363),
     in software (first packet) and in hardware (second): the same frame twice."""

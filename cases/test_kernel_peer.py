@@ -35,6 +35,7 @@ from fixtures.system_traffic import Traffic, payload, start, underlay
 from harness.control import check
 from harness.wait import WaitTimeout
 from reports.plugin import record_for
+from collections.abc import Callable
 
 POP_COUNTERS = ("datapath_drop_tunnel_pop_error", "native_tnl_l3csum_err",
                 "native_tnl_l4csum_err")
@@ -81,7 +82,7 @@ def build(system_traffic, kind: str, ul: int, csum: bool, flavour: str):  # type
 @pytest.mark.parametrize("csum", [True, False], ids=[csum_id(True), csum_id(False)])
 @pytest.mark.parametrize("underlay_ip", [4, 6], ids=["ul4", "ul6"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_kernel_judges_both_directions(system_traffic, request: pytest.FixtureRequest,
+def test_kernel_judges_both_directions(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                                        kind: str, underlay_ip: int, csum: bool,
                                        flavour: str) -> None:
     """UDP (600 bytes), TCP (60000 bytes) and ping, host -> at_ns0 (OVS
@@ -144,7 +145,7 @@ def iperf(t: Traffic, ns) -> dict[str, float]:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("underlay_ip", [4, 6], ids=["ul4", "ul6"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_iperf3_through_kernel_tunnel(system_traffic, request: pytest.FixtureRequest,
+def test_iperf3_through_kernel_tunnel(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                                       kind: str, underlay_ip: int) -> None:
     """iperf3 -t 3 from the host through OVS's tunnel (checksums on) to the Linux
     endpoint, in a fresh ovs-vswitchd with userspace TSO off, then on (OVS then

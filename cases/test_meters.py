@@ -23,6 +23,9 @@ from datapath.offloads import TxOffloads
 from harness.control import check
 from datapath.expect import expect_frames
 from harness.filters import filter_flow_install, strip_timers, strip_xout_keep_actions
+from harness.records import CaseRecord
+from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 
 FLOW = ("in_port({port}),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:{src},"
         "dst=50:54:00:00:00:{dst}),eth_type(0x0800),ipv4(src={ips},proto=1,tos=0,ttl=64,"
@@ -61,7 +64,7 @@ ROUNDS = [(5000, ["p7"] * 7 + ["p8"] * 5), (870, ["p7", "p8"] * 5), (10, ["p7"] 
 
 
 @pytest.mark.upstream("dpif-netdev - meters")
-def test_meters(sandbox, case_record, second_opinion) -> None:
+def test_meters(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None) -> None:
     """Meter 1 (pktps) lets 1 of the first 5 packets through and none 870 ms later;
     meter 2 (kbps) lets 4 of 7 through (1920 of 2000 bits), then one per round
     as the bucket refills (80 + 870 bits, then 470 + 10 bits); 20 drops in all."""

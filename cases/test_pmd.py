@@ -24,6 +24,9 @@ from harness.control import check
 from datapath.expect import send_and_expect
 from harness.filters import bre, filter_flow_install, sed_numa_core, strip_xout
 from harness.wait import wait_until
+from harness.records import CaseRecord
+from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 
 PMD_AT = {"file": "pmd.at"}
 
@@ -35,7 +38,7 @@ def dpif_show(port: str, n_rxq: int, numa: int = 0, ofport: int = 1) -> str:
 
 @pytest.mark.upstream("PMD - creating a thread/add-port", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=DUMMY_NUMA)
-def test_creating_a_thread(sandbox) -> None:
+def test_creating_a_thread(sandbox: Sandbox) -> None:
     """A dummy-pmd port gets a PMD thread polling its one queue."""
     sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
                       "type=dummy-pmd")
@@ -47,7 +50,7 @@ def test_creating_a_thread(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - multiqueue support", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=DUMMY_NUMA)
-def test_multiqueue_support(sandbox) -> None:
+def test_multiqueue_support(sandbox: Sandbox) -> None:
     """n_rxq=8 gives eight queues, all polled by the one PMD thread."""
     sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
                       "type=dummy-pmd")
@@ -64,7 +67,7 @@ SPLIT_CYCLES = "port: p0 queue-id: 0 3 4 7\nport: p0 queue-id: 1 2 5 6\n"
 
 @pytest.mark.upstream("PMD - pmd-cpu-mask/distribution of rx queues", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=DUMMY_NUMA)
-def test_pmd_cpu_mask_distribution(sandbox) -> None:
+def test_pmd_cpu_mask_distribution(sandbox: Sandbox) -> None:
     """Two PMDs share eight queues: alternately (roundrobin, group) or in cycles
     order; back to one PMD, it polls all eight."""
     sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
@@ -104,7 +107,7 @@ def two_pmds_numa_1_and_0(core_1: int) -> str:
 
 @pytest.mark.upstream("PMD - pmd-cpu-mask - dual NUMA", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="1,1,0,0")
-def test_pmd_cpu_mask_dual_numa(sandbox) -> None:
+def test_pmd_cpu_mask_dual_numa(sandbox: Sandbox) -> None:
     """A port on NUMA 1: with PMDs only on NUMA 0 its queues are polled across
     NUMA (with a warning per queue); with PMDs on both, only the local one polls."""
     sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
@@ -150,7 +153,7 @@ def test_pmd_cpu_mask_dual_numa(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - pmd-cpu-mask - multi NUMA", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="1,2,1,2")
-def test_pmd_cpu_mask_multi_numa(sandbox) -> None:
+def test_pmd_cpu_mask_multi_numa(sandbox: Sandbox) -> None:
     """A port on NUMA 0, which has no PMD: every algorithm spreads its four queues
     over all four PMDs of the two other NUMA nodes."""
     sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
@@ -188,7 +191,7 @@ STATS_FLOW = ("in_port(7),eth(src=50:54:00:00:00:77,dst=50:54:00:00:01:78),eth_t
 
 @pytest.mark.upstream("PMD - stats", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=DUMMY_NUMA)
-def test_pmd_stats(sandbox, case_record, second_opinion) -> None:
+def test_pmd_stats(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None) -> None:
     """20 packets of one flow: the first is an upcall, the other 19 hit the EMC
     (every miss inserts: emc-insert-inv-prob=1), each in a batch of its own.
 
@@ -250,7 +253,7 @@ def test_pmd_stats(sandbox, case_record, second_opinion) -> None:
 
 @pytest.mark.upstream("PMD - pmd-rxq-show pmd usage time", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=DUMMY_NUMA)
-def test_pmd_rxq_show_usage_time(sandbox) -> None:
+def test_pmd_rxq_show_usage_time(sandbox: Sandbox) -> None:
     """-secs is rounded up to the 5-second intervals kept, within 5..60 s; 0, negative
     or nothing means 60."""
     sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",

@@ -36,7 +36,7 @@ def columns(text: str, n: int) -> str:
 
 @pytest.mark.upstream("PMD - rxq affinity", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=NINE_CORES)
-def test_rxq_affinity(sandbox) -> None:
+def test_rxq_affinity(sandbox: Sandbox) -> None:
     """Pinned queues follow their cores; a queue whose core left the mask goes to
     a remaining non-isolated PMD; a pinned core is isolated."""
     sandbox.allow_log("cannot be pinned with port")
@@ -56,7 +56,7 @@ def test_rxq_affinity(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - rxq affinity - non-isolate", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=NINE_CORES)
-def test_rxq_affinity_non_isolate(sandbox) -> None:
+def test_rxq_affinity_non_isolate(sandbox: Sandbox) -> None:
     """With pmd-rxq-isolate=false (group algorithm only) a pinned core also polls
     other queues; switching to cycles isolates it again, with a warning."""
     sandbox.allow_log("cannot be pinned with port",
@@ -86,7 +86,7 @@ def test_rxq_affinity_non_isolate(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - rxq affinity - NUMA", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,0,0,1,1,8,8")
-def test_rxq_affinity_numa(sandbox) -> None:
+def test_rxq_affinity_numa(sandbox: Sandbox) -> None:
     """Pinning to cores of another NUMA node (contiguous 1, non-contiguous 8, or
     split across nodes) creates PMDs there and moves the queues."""
     sandbox.add_of_br("br0")
@@ -109,7 +109,7 @@ def test_rxq_affinity_numa(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - monitor threads", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,0")
-def test_monitor_threads(sandbox) -> None:
+def test_monitor_threads(sandbox: Sandbox) -> None:
     """Two linked dummy-pmd ports run BFD with a 1 ms interval (a busy monitor
     thread racing the main thread); reconfiguring their queues still succeeds."""
     sandbox.add_of_br("br0")
@@ -136,7 +136,7 @@ DP0_DUMPED = (f"recirc_id(0),{DP0_FLOW}, packets:0, bytes:0, used:never, actions
 
 @pytest.mark.upstream("PMD - dpctl", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,0")
-def test_dpctl(sandbox) -> None:
+def test_dpctl(sandbox: Sandbox) -> None:
     """A datapath made with dpctl: a flow added there is installed in the PMD and
     in the main thread, filtered by pmd=, and deleted from both."""
     sandbox.add_of_br("br0", "del-br", "br0")

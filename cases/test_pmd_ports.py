@@ -20,6 +20,8 @@ from harness.filters import flow_dump_prepend_pmd
 from harness.ofmonitor import OfctlMonitor
 from harness.pcap import read_all
 from harness.sandbox import Sandbox
+from harness.records import CaseRecord
+from harness.tshark import Tshark
 
 PMD_AT = {"file": "pmd.at"}
 
@@ -36,7 +38,7 @@ def packet_ins(sb: Sandbox, sends: list[tuple[str, int]], expected: str) -> None
 
 @pytest.mark.upstream("PMD - reconfigure n_rxq", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0")
-def test_reconfigure_n_rxq(sandbox) -> None:
+def test_reconfigure_n_rxq(sandbox: Sandbox) -> None:
     """Growing p1 from 2 to 4 queues: every queue is polled (a packet on the new
     queue 3 reaches the controller); removing n_rxq goes back to 1."""
     sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
@@ -59,7 +61,7 @@ def test_reconfigure_n_rxq(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - same flow multiple threads", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,0")
-def test_same_flow_multiple_threads(sandbox) -> None:
+def test_same_flow_multiple_threads(sandbox: Sandbox) -> None:
     """The same flow received by two PMD threads (one queue each) gets a ukey and
     a megaflow in each of them (a regression test upstream)."""
     sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
@@ -80,7 +82,7 @@ def test_same_flow_multiple_threads(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - change numa node", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,1,8")
-def test_change_numa_node(sandbox) -> None:
+def test_change_numa_node(sandbox: Sandbox) -> None:
     """Moving a port to another NUMA node (1, then the non-contiguous 8) moves its
     queues to that node's PMD; packets on every queue still reach the controller."""
     sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
@@ -105,7 +107,7 @@ def test_change_numa_node(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - non pmd device", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,0")
-def test_non_pmd_device(sandbox, case_record, second_opinion) -> None:
+def test_non_pmd_device(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None) -> None:
     """A PMD port (p1) and a port the main thread polls (p2) both reach LOCAL;
     after moving the PMD to another core, both still do.  Every frame in br0.pcap
     is compared with the model's (unchanged) and with upstream's hex."""
@@ -145,7 +147,7 @@ UPSTREAM_HEX = ("50540000000a50540000000908004500005c000000004001669f0a0000020a0
 
 @pytest.mark.upstream("PMD - add remove ports", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,0")
-def test_add_remove_ports(sandbox) -> None:
+def test_add_remove_ports(sandbox: Sandbox) -> None:
     """A dummy-pmd port added after start is polled; deleted and added again, too."""
     sandbox.add_of_br("br0")
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))

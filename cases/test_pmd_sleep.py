@@ -23,6 +23,8 @@ from datapath.expect import send_and_expect
 from harness.filters import bre, strip_xout_keep_actions
 from harness.sandbox import Sandbox
 from harness.wait import wait_until
+from harness.records import CaseRecord
+from harness.tshark import Tshark
 
 PMD_AT = {"file": "pmd.at"}
 THREE_NUMAS = "0,0,0,1,1,8,8"
@@ -68,7 +70,7 @@ def start_three_numas(sb: Sandbox) -> None:
 
 @pytest.mark.upstream("PMD - pmd sleep", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=THREE_NUMAS)
-def test_pmd_sleep(sandbox) -> None:
+def test_pmd_sleep(sandbox: Sandbox) -> None:
     """One global pmd-sleep-max applies to every PMD; above 10000 us it is capped
     at 10000; odd values are kept as given."""
     start_three_numas(sandbox)
@@ -81,7 +83,7 @@ def test_pmd_sleep(sandbox) -> None:
 
 @pytest.mark.upstream("PMD - per PMD sleep", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa=THREE_NUMAS)
-def test_per_pmd_sleep(sandbox) -> None:
+def test_per_pmd_sleep(sandbox: Sandbox) -> None:
     """Per-core values ('core:us') override the default; cores without a PMD yet
     keep theirs until their PMD exists; an invalid value counts as 0 (a bad
     global one) or is ignored (a bad per-core one)."""
@@ -132,7 +134,8 @@ def megaflow(dst: str, plen: int, used: str, actions: str) -> str:
 
 @pytest.mark.upstream("PMD - revalidator modify overlapping flows", **PMD_AT)
 @pytest.mark.sandbox(dummy_numa="0,0,0,0")
-def test_revalidator_modify_overlapping_flows(sandbox, case_record, second_opinion) -> None:
+def test_revalidator_modify_overlapping_flows(sandbox: Sandbox, case_record: CaseRecord,
+                                              second_opinion: Tshark | None) -> None:
     """Two megaflows of different masks (a /24 and a /16) that overlap: after the
     /16 subtable moved ahead of the /24 in the lookup order, revalidation must
     still modify both.  p2 is captured (tx_pcap, capture only): exactly the two

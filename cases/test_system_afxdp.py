@@ -25,6 +25,7 @@ from harness.control import check
 from datapath.expect import send_and_expect
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
+from collections.abc import Callable
 
 FILE = "system-afxdp.at"
 # _ADD_BR of the userspace macros.
@@ -59,7 +60,7 @@ def afxdp_veth(env: RealEnv, name: str, ns_role: str, addr: str) -> None:
 
 
 @pytest.mark.upstream("AF_XDP - infinite re-addition of failed ports", file=FILE)
-def test_infinite_readdition_of_failed_ports(real_env) -> None:
+def test_infinite_readdition_of_failed_ports(real_env: Callable[..., RealEnv]) -> None:
     """An afxdp port asking for more rx queues than AF_XDP allows (n_rxq=42 > 16)
     fails once, and is not re-added over and over (dpif-netdev must not turn
     the device's flags on before it configured it: each flag change is a netlink
@@ -99,7 +100,8 @@ def test_infinite_readdition_of_failed_ports(real_env) -> None:
 
 
 @pytest.mark.upstream("AF_XDP - ping between pmd and non-pmd ports", file=FILE)
-def test_ping_between_pmd_and_non_pmd_ports(real_env, request: pytest.FixtureRequest) -> None:
+def test_ping_between_pmd_and_non_pmd_ports(real_env: Callable[..., RealEnv],
+                                            request: pytest.FixtureRequest) -> None:
     """ovs-p0 is an afxdp-nonpmd port (polled by the main thread), ovs-p1 an afxdp
     port (polled by a PMD thread); br0 switches with NORMAL.
 
@@ -150,7 +152,7 @@ IN_USE = {"native": "native", "generic": "generic", "best-effort": "native"}
 
 
 @pytest.mark.parametrize("mode", ["native", "generic", "best-effort"])
-def test_xdp_mode_in_use(real_env, request: pytest.FixtureRequest, mode: str) -> None:
+def test_xdp_mode_in_use(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest, mode: str) -> None:
     """Two afxdp ports with options:xdp-mode=MODE on veth pairs.
 
     Verifies: the Interface status `xdp-mode` (the mode in use) is MODE, or
@@ -186,7 +188,7 @@ def test_xdp_mode_in_use(real_env, request: pytest.FixtureRequest, mode: str) ->
                                 steps=steps)
 
 
-def test_xdp_mode_switch_and_zerocopy_refusal(real_env) -> None:
+def test_xdp_mode_switch_and_zerocopy_refusal(real_env: Callable[..., RealEnv]) -> None:
     """One afxdp port whose options:xdp-mode changes under it: native, generic,
     native-with-zerocopy (which veth cannot do), best-effort.
 

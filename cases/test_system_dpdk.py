@@ -19,6 +19,7 @@ import pytest
 from fixtures.system_dpdk import (FILE, NEEDS_NIC, OvsDpdk, ovs_dpdk,  # noqa: F401
                                   skip_without_cpus)
 from harness.control import check
+from collections.abc import Callable
 
 VHOST_CLIENT_ALLOW = r"VHOST_CONFIG: \(.*dpdkvhostclient0\) failed to connect: No such file or directory"
 
@@ -38,7 +39,7 @@ def eal_args(ovs: OvsDpdk) -> list[str]:
 
 
 @upstream("OVS-DPDK - EAL init")
-def test_eal_init(ovs_dpdk) -> None:
+def test_eal_init(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """OVS_DPDK_START: dpdk-init=true before vswitchd starts.
 
     Verifies upstream's greps ("DPDK Enabled - initializing...", EAL lines,
@@ -67,7 +68,7 @@ LCORE_MASKS = [
 
 
 @pytest.mark.parametrize("mask,cpus,lcores", LCORE_MASKS)
-def test_lcore_mask_conversion(ovs_dpdk, mask: str, cpus: int, lcores: str) -> None:
+def test_lcore_mask_conversion(ovs_dpdk: Callable[..., OvsDpdk], mask: str, cpus: int, lcores: str) -> None:
     """dpdk-lcore-mask set before dpdk-init: OVS hands DPDK `--lcores` mapping
     lcore i to the CPU of the mask's i-th set bit.
 
@@ -90,7 +91,7 @@ def test_lcore_mask_conversion(ovs_dpdk, mask: str, cpus: int, lcores: str) -> N
 
 
 @upstream("OVS-DPDK - dpdk-lcore-mask conversion - zeromask")
-def test_lcore_mask_zero(ovs_dpdk) -> None:
+def test_lcore_mask_zero(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """dpdk-lcore-mask=0x0 is refused: OVS ignores it and picks the lowest CPU
     of its own affinity, as without a mask.
 
@@ -137,7 +138,7 @@ def test_phy_port(title: str) -> None:
 
 
 @upstream("OVS-DPDK - add vhost-user-client port")
-def test_add_vhost_user_client_port(ovs_dpdk) -> None:
+def test_add_vhost_user_client_port(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """A dpdkvhostuserclient port whose server never appears.
 
     Verifies upstream's checks: the client socket, device and reconnection log
@@ -178,7 +179,8 @@ POLICING = [
 
 
 @pytest.mark.parametrize("settings,remove", POLICING)
-def test_ingress_policing_vport(ovs_dpdk, settings: dict[str, int], remove: bool) -> None:
+def test_ingress_policing_vport(ovs_dpdk: Callable[..., OvsDpdk], settings: dict[str, int],
+                                remove: bool) -> None:
     """Ingress policing on a vhost-user client port.
 
     Verifies upstream's checks: no 'Could not create rte meter for ingress
@@ -220,7 +222,7 @@ QOS = [
 
 
 @pytest.mark.parametrize("config,valid", QOS)
-def test_qos_vport(ovs_dpdk, config: list[str], valid: bool) -> None:
+def test_qos_vport(ovs_dpdk: Callable[..., OvsDpdk], config: list[str], valid: bool) -> None:
     """An egress-policer QoS on a vhost-user client port.
 
     Verifies upstream's checks: with cir and cbs, qos/show answers and no rte
@@ -263,7 +265,7 @@ def mempool_set(ovs: OvsDpdk, mtu_value: int) -> None:
 
 
 @upstream("OVS-DPDK - user configured mempool")
-def test_user_configured_mempool(ovs_dpdk) -> None:
+def test_user_configured_mempool(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """shared-mempool-config=8000,6000,1500, then a net_null port whose MTU goes
     1500 -> 7000 -> 1500 -> 9000.
 
@@ -302,7 +304,7 @@ def test_user_configured_mempool(ovs_dpdk) -> None:
 
 
 @upstream("OVS-DPDK - ovs-appctl dpif/offload/show")
-def test_dpif_offload_show(ovs_dpdk) -> None:
+def test_dpif_offload_show(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """A net_null port on a netdev bridge, hardware offload off.
 
     Verifies upstream's exact outputs of dpif/offload/show, text and JSON.

@@ -15,6 +15,7 @@ import pytest
 from cases.test_system_dpdk import VHOST_CLIENT_ALLOW, upstream
 from fixtures.system_dpdk import OvsDpdk, ovs_dpdk  # noqa: F401
 from harness.control import check
+from collections.abc import Callable
 
 
 def vhost_guest(ovs: OvsDpdk, mtu_request: int | None = None):  # type: ignore[no-untyped-def]
@@ -54,7 +55,7 @@ def assert_frames_fit(ovs: OvsDpdk, mtu_value: int) -> None:
 
 
 @upstream("OVS-DPDK - MTU increase vport port")
-def test_mtu_increase_vport(ovs_dpdk) -> None:
+def test_mtu_increase_vport(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """Default MTU 1500 with the guest connected, then mtu_request=9000.
 
     Verifies upstream's checks (mtu 1500, then 9000).  Beyond: the port's mempool
@@ -72,7 +73,7 @@ def test_mtu_increase_vport(ovs_dpdk) -> None:
 
 
 @upstream("OVS-DPDK - MTU decrease vport port")
-def test_mtu_decrease_vport(ovs_dpdk) -> None:
+def test_mtu_decrease_vport(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """mtu_request=9000 before the guest connects, then 2000.
 
     Verifies upstream's checks (mtu 9000, then 2000).  Beyond: the mempool fits
@@ -97,7 +98,7 @@ BOUNDS = [
 
 
 @pytest.mark.parametrize("edge,beyond", BOUNDS)
-def test_mtu_bound_vport(ovs_dpdk, edge: int, beyond: int) -> None:
+def test_mtu_bound_vport(ovs_dpdk: Callable[..., OvsDpdk], edge: int, beyond: int) -> None:
     """mtu_request at the edge OVS allows for a vhost port (9702 or 68), then one
     step beyond (9711 or 67).
 

@@ -31,6 +31,7 @@ from harness.control import check
 from harness.wait import wait_until
 from reports.plugin import record_for
 from harness.records import Step
+from collections.abc import Callable
 
 
 def dpdk_veth(ovs: OvsDpdk, name: str, ns: Netns, bridge: str, addr: str) -> None:
@@ -79,7 +80,7 @@ def ping_both_ways(ovs: OvsDpdk, request: pytest.FixtureRequest, ns1: Netns, ns2
 
 
 @pytest.mark.upstream("OVS-DPDK - ping vhost-user ports", file=FILE)
-def test_ping_vhost_user_ports(ovs_dpdk, request: pytest.FixtureRequest) -> None:
+def test_ping_vhost_user_ports(ovs_dpdk: Callable[..., OvsDpdk], request: pytest.FixtureRequest) -> None:
     """A dpdkvhostuser port (OVS is the server), testpmd's virtio-user as its
     client forwarding to a net_tap in ns1; a veth through DPDK net_af_xdp to ns2.
 
@@ -113,7 +114,8 @@ def test_ping_vhost_user_ports(ovs_dpdk, request: pytest.FixtureRequest) -> None
 
 
 @pytest.mark.upstream("OVS-DPDK - ping vhost-user-client ports", file=FILE)
-def test_ping_vhost_user_client_ports(ovs_dpdk, request: pytest.FixtureRequest) -> None:
+def test_ping_vhost_user_client_ports(ovs_dpdk: Callable[..., OvsDpdk],
+                                      request: pytest.FixtureRequest) -> None:
     """A dpdkvhostuserclient port, testpmd's virtio-user the server with two
     queue pairs and two forwarding cores; a veth through net_af_xdp to ns2.
 
@@ -229,7 +231,7 @@ def udp_sports(frame: bytes) -> tuple[int, int]:
 
 
 @pytest.mark.upstream("OVS-DPDK - headroom expansion", file=FILE, since="4.0")
-def test_headroom_expansion(ovs_dpdk, request: pytest.FixtureRequest) -> None:
+def test_headroom_expansion(ovs_dpdk: Callable[..., OvsDpdk], request: pytest.FixtureRequest) -> None:
     """at_ns1's replies to at_ns0 enter OVS on p2 and leave p0 inside two IPv6
     VXLAN headers (140 bytes, more than DPDK's 128-byte mbuf headroom), so OVS
     must make room in front of the packet.

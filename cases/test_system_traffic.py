@@ -24,6 +24,7 @@ from fixtures.system_traffic import (FLAVOURS, PING_OK, Traffic, format_ping, pa
                                      underlay)
 from harness.control import check
 from harness.wait import wait_until
+from collections.abc import Callable
 
 ST = "system-traffic.at"
 
@@ -76,8 +77,8 @@ PING_TUNNELS = {
 @pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t), id=t.split(" over ")[1]
                                                 .replace(" ", "_"))
                                    for t in PING_TUNNELS])
-def test_ping_over_tunnel(system_traffic, request: pytest.FixtureRequest, flavour: str,
-                          title: str) -> None:
+def test_ping_over_tunnel(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                          flavour: str, title: str) -> None:
     """Underlay ping, overlay pings of 56, 1600 and 3200 bytes (fragmented by
     the host and at_ns0 kernels: MTU 1450/1430), a 60000-byte TCP transfer
     from at_ns0 and a 600-byte UDP datagram to it.  Verifies upstream's ping
@@ -130,8 +131,8 @@ FALLBACK = {
 
 @pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t), id=t.split()[4])
                                    for t in FALLBACK])
-def test_tcp_over_tunnel_software_fallback(system_traffic, request: pytest.FixtureRequest,
-                                           title: str) -> None:
+def test_tcp_over_tunnel_software_fallback(system_traffic: Callable[..., Traffic],
+                                           request: pytest.FixtureRequest, title: str) -> None:
     """check-system-tso (userspace TSO on; upstream skips it elsewhere): ovs-p0
     has tso and sg off, br0 MTU 1400; 60000 bytes over TCP from the host to
     at_ns0 leave as GSO packets into br0 and must be segmented by OVS before
@@ -169,7 +170,7 @@ def test_tcp_over_tunnel_software_fallback(system_traffic, request: pytest.Fixtu
 
 @FLAVOUR
 @upstream("datapath - ping vlan over vxlan tunnel")
-def test_ping_vlan_over_vxlan(system_traffic, request: pytest.FixtureRequest,
+def test_ping_vlan_over_vxlan(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                               flavour: str) -> None:
     """br0 is an access port of VLAN 100, br-underlay of VLAN 42; at_ns0 reaches
     both through 802.1Q devices on its vxlan device and on p0.  Verifies
@@ -290,8 +291,9 @@ SIMULATED = {
                                                 id=t.split(" over ")[1].split(" tunnel")[0]
                                                 .replace(" ", "_"))
                                    for t in SIMULATED])
-def test_ping_over_tunnel_by_simulated_packets(system_traffic, request: pytest.FixtureRequest,
-                                               flavour: str, title: str) -> None:
+def test_ping_over_tunnel_by_simulated_packets(system_traffic: Callable[..., Traffic],
+                                               request: pytest.FixtureRequest, flavour: str,
+                                               title: str) -> None:
     """No Linux tunnel device: the far end's packets (an ARP request, then an
     ICMP echo request, both encapsulated) are packet-outs into br-underlay, and
     tcpdump in at_ns0 must show OVS's encapsulated ARP and echo replies, the
@@ -365,7 +367,7 @@ ERSPAN = {
 @pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t),
                                                 id=t.split(" over ")[1].replace(" ", "_"))
                                    for t in ERSPAN])
-def test_ping_over_erspan(system_traffic, flavour: str, title: str) -> None:
+def test_ping_over_erspan(system_traffic: Callable[..., Traffic], flavour: str, title: str) -> None:
     """A Linux erspan/ip6erspan device as the far end: upstream's underlay ping
     and a 1200-byte (IPv4) or 56-byte (IPv6) overlay ping, all answered; the
     peer's checksum error counters must not move."""
@@ -393,7 +395,7 @@ def test_ping_over_erspan(system_traffic, flavour: str, title: str) -> None:
 
 @FLAVOUR
 @upstream("datapath - bridging two geneve tunnels")
-def test_bridging_two_geneve_tunnels(system_traffic, request: pytest.FixtureRequest,
+def test_bridging_two_geneve_tunnels(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                                      flavour: str) -> None:
     """br0 bridges two Geneve tunnels to two Linux peers (at_ns0, at_ns1):
     upstream's underlay pings and overlay pings of 56, 1600 and 3200 bytes
@@ -425,7 +427,7 @@ CORRUPTED = ("f2 ff 00 00 00 02 f2 ff 00 00 00 03 08 00 45 00 00 52 00 01 00 00 
 
 @FLAVOUR
 @upstream("datapath - handling of geneve corrupted metadata")
-def test_geneve_corrupted_metadata(system_traffic, flavour: str) -> None:
+def test_geneve_corrupted_metadata(system_traffic: Callable[..., Traffic], flavour: str) -> None:
     """A Geneve packet whose option length runs past the header (sendpkt.py in
     upstream; an AF_PACKET send here) from at_ns0: OVS must log 'Invalid Geneve
     tunnel metadata' (and nothing else unexpected), and deliver nothing to br0."""

@@ -19,6 +19,8 @@ from datapath.backends.kernel import KernelPort
 from harness.control import check
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
+from collections.abc import Callable
+from datapath.backends.env import RealEnv
 
 SECONDS = 3  # per measurement
 COLLAPSE_FACTOR = 10
@@ -75,7 +77,8 @@ def measure(env, backend: str) -> dict[str, float]:  # type: ignore[no-untyped-d
 
 
 @pytest.mark.parametrize("backend", ["tap", "dpdk"])
-def test_iperf3_tso_off_and_on(real_env, request: pytest.FixtureRequest, backend: str) -> None:
+def test_iperf3_tso_off_and_on(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest,
+                               backend: str) -> None:
     """iperf3 -t 3 through br1 (NORMAL) between two namespaces, on tap ports (or
     DPDK net_tap ports), once with userspace TSO off and once on, each in a fresh
     ovs-vswitchd (the setting is read at start).

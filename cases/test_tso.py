@@ -28,6 +28,9 @@ from fixtures.tunnel import (FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, cs
                              fallback_spec, spec)
 from harness.control import check
 from datapath.expect import send_and_expect
+from harness.records import CaseRecord
+from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 
 TSO = pytest.mark.sandbox(other_config={"userspace-tso-enable": "true"})
 
@@ -90,8 +93,8 @@ FALLBACK_IDS = [f"t{i + 1}-{k}-ul{u}-{csum_id(c)}"
 @pytest.mark.parametrize("tunnels", [[i] for i in range(6)] + [list(range(6))],
                          ids=FALLBACK_IDS + ["all_six"])
 @pytest.mark.parametrize("inner", ["in4", "in6"])
-def test_tunnel_tso_fallback(sandbox, case_record, second_opinion, inner: str,
-                             tunnels: list[int]) -> None:
+def test_tunnel_tso_fallback(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None,
+                             inner: str, tunnels: list[int]) -> None:
     """A TSO packet pushed into VXLAN, Geneve or GRE over IPv4 or IPv6 is segmented
     in software (no tunnel TSO): per segment, inner and outer IPv4 ids, lengths,
     TCP seq and checksums, outer UDP length and checksum, GRE checksum.  Upstream
@@ -115,8 +118,8 @@ def test_tunnel_tso_fallback(sandbox, case_record, second_opinion, inner: str,
 @pytest.mark.upstream("dpif-netdev - tso + check_pkt_len")
 @pytest.mark.parametrize("segsz,length", [(0, 0), (460, 0), (460, 974), (462, 974)],
                          ids=["no_tso-64B", "tso460-64B", "tso460-974B", "tso462-974B"])
-def test_tso_check_pkt_len(sandbox, case_record, second_opinion, segsz: int,
-                           length: int) -> None:
+def test_tso_check_pkt_len(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None,
+                           segsz: int, length: int) -> None:
     """check_pkt_larger(514) on a TSO packet measures headers plus one segment,
     not the whole frame: 974 bytes with segsz 460 is 'not larger' (54 + 460 = 514),
     with segsz 462 it is (516); the segments then leave the chosen port."""

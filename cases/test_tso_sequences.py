@@ -31,6 +31,8 @@ from harness.filters import strip_stats, strip_used
 from harness.pcap import PcapReader, read_all
 from harness.sandbox import Sandbox
 from harness.wait import wait_until
+from harness.records import CaseRecord
+from harness.tshark import Tshark
 
 TSO_ON = ("set", "Open_vSwitch", ".", "other_config:userspace-tso-enable=true")
 FLOW_V4 = ("eth(src=8a:bf:7e:2f:05:84,dst=0a:8f:39:4f:e0:73),eth_type(0x0800),"
@@ -68,7 +70,7 @@ def statistics_update(sb: Sandbox) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - tso")
-def test_tso_sequence(sandbox, case_record, second_opinion) -> None:
+def test_tso_sequence(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None) -> None:
     """From a TSO port (segsz 500): an IPv4 and an IPv6 2000-byte payload leave a
     port without TSO as four segments each, then a TSO port whole; p2.pcap must
     hold upstream's ten frames exactly."""
@@ -97,7 +99,7 @@ def test_tso_sequence(sandbox, case_record, second_opinion) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - tunnel tso fallback")
-def test_tunnel_tso_fallback_sequence(sandbox, case_record) -> None:
+def test_tunnel_tso_fallback_sequence(sandbox: Sandbox, case_record: CaseRecord) -> None:
     """int-br floods (NORMAL) a TSO packet into six tunnels (VXLAN, Geneve, GRE
     over IPv4 and IPv6), none of which can segment: each is segmented in
     software.  p1.pcap, sorted, must be upstream's 48 frames; the frames, in any
@@ -151,7 +153,8 @@ CHECK_PKT_LEN_FLOWS = ("table=0,in_port=1,ip actions=check_pkt_larger(514)->NXM_
 
 
 @pytest.mark.upstream("dpif-netdev - tso + check_pkt_len")
-def test_tso_check_pkt_len_sequence(sandbox, case_record, second_opinion) -> None:
+def test_tso_check_pkt_len_sequence(sandbox: Sandbox, case_record: CaseRecord,
+                                    second_opinion: Tshark | None) -> None:
     """check_pkt_larger(514) on TSO packets measures the headers plus one segment:
     a 64-byte payload and 974 bytes at segsz 460 (54 + 460 = 514) are not larger
     (p2), 974 bytes at segsz 462 are (p3); pcap counts as upstream's."""
@@ -197,7 +200,8 @@ def coverage(sb: Sandbox, **values: int) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - tso + dynamic packet batch grow", since="4.0")
-def test_tso_batch_grow_sequence(sandbox, case_record, second_opinion) -> None:
+def test_tso_batch_grow_sequence(sandbox: Sandbox, case_record: CaseRecord,
+                                 second_opinion: Tshark | None) -> None:
     """35000 bytes at segsz 1000: 35 segments, more than a batch holds (32), so
     the batch grows once; one packet received, one segmentation, one send."""
     sb = sandbox
@@ -222,7 +226,8 @@ def test_tso_batch_grow_sequence(sandbox, case_record, second_opinion) -> None:
 
 
 @pytest.mark.upstream("dpif-netdev - tso + dual tunnel encap", since="4.0")
-def test_tso_dual_tunnel_encap_sequence(sandbox, case_record, second_opinion) -> None:
+def test_tso_dual_tunnel_encap_sequence(sandbox: Sandbox, case_record: CaseRecord,
+                                        second_opinion: Tshark | None) -> None:
     """VXLAN in VXLAN (br1 t1 -> br2 t2 -> br3's p3): the packet is segmented and
     its checksums finished before the second push; 2000 bytes make 2 packets,
     then 35000 make 35 more (37 sent), growing the output queues once.

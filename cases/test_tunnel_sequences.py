@@ -20,6 +20,9 @@ from fixtures.sequence import FwdSequence
 from fixtures.tunnel import INNERS, REMOTE_MAC, model_actions, spec, upstream_steps, upstream_title
 from fixtures.upstream_tunnel_vectors import TUNNEL_TESTS, resolve
 from harness.control import check
+from harness.records import CaseRecord
+from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 
 UNDERLAY = {4: ("ip4addr", "1.1.2.88/24", "1.1.2.92"), 6: ("ip6addr", "2001:cafe::88/64",
                                                            "2001:cafe::92")}
@@ -29,8 +32,8 @@ PARAMS = [pytest.param(ul, traffic, id=f"ul{ul}-{traffic}",
 
 
 @pytest.mark.parametrize("underlay,traffic", PARAMS)
-def test_vxlan_upstream_sequence(sandbox, case_record, second_opinion, underlay: int,
-                                 traffic: str) -> None:
+def test_vxlan_upstream_sequence(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshark | None,
+                                 underlay: int, traffic: str) -> None:
     """Every forward of the upstream test, in order, in one daemon: the outer
     headers and checksums (0 with csum off; complete, or ffff from a _disabled
     driver, with csum on) and the inner ones after the rewrite."""

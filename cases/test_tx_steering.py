@@ -28,6 +28,7 @@ from harness.pcap import PcapReader
 from harness.sandbox import Sandbox
 from harness.wait import wait_until
 from harness.records import Step
+from harness.records import CaseRecord
 
 UDP_FLOW = ("in_port({ofport}),eth(src=50:54:00:00:00:05,dst=50:54:00:00:01:00),"
             "eth_type(0x0800),ipv4(src=10.0.1.1,dst=10.0.0.1,proto=17),udp(src=1000,dst={i})")
@@ -82,7 +83,7 @@ def steering_round(sb: Sandbox, mode: str, rx_pcap: PcapReader, n: int,
 
 @pytest.mark.upstream("dpif-netdev - tx packet steering")
 @pytest.mark.sandbox(dummy_numa="0")
-def test_tx_packet_steering(sandbox, case_record) -> None:
+def test_tx_packet_steering(sandbox: Sandbox, case_record: CaseRecord) -> None:
     """thread: all 128 on one queue (one PMD thread); hash: both queues used, with
     and without hw-offload."""
     sb = sandbox
