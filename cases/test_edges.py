@@ -68,7 +68,8 @@ def test_edge_frames(tunnel_bench, edge: str, ipv: int, topology: str, tx: TxOff
 
 FLAGS = ["F", "P", "U", "R", "C", "E", "FPUCE"]
 TSO_TOPOLOGIES = ["plain", "vxlan-ul4", "gre-ul6"]
-SIZES = [499, 500, 501, 1459, 1460, 1461]  # segsz 500 +-1; a 1500-byte IPv4 packet +-1
+# no payload and one byte (less than a segment), segsz 500 +-1, a 1500-byte IPv4 packet +-1
+SIZES = [0, 1, 499, 500, 501, 1459, 1460, 1461]
 
 
 @pytest.mark.parametrize("flags,size,topology,inner", [
@@ -78,8 +79,9 @@ SIZES = [499, 500, 501, 1459, 1460, 1461]  # segsz 500 +-1; a 1500-byte IPv4 pac
 def test_tso_flags_and_sizes(tunnel_bench, flags: str, size: int, topology: str,
                              inner: int) -> None:
     """A TSO packet to a port without TSO: segments with FIN and PSH on the last
-    only, CWR on the first only (RFC 3168 §6.1.2), the others copied; payloads
-    one byte either side of the segment size and of a 1500-byte MTU."""
+    only, CWR on the first only (RFC 3168 §6.1.2), the others copied; no payload,
+    one byte, and payloads one byte either side of the segment size and of a
+    1500-byte MTU."""
     frame = tso_frame(inner, size, flags=flags + ("A" if "A" not in flags else ""), seq=1000)
     rx = RxFlags(l4=CsumState.PARTIAL, tso_segsz=500)
     send(tunnel_bench, topology, "in_port=p1", [], [frame], rx, TxOffloads())

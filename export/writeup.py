@@ -61,6 +61,16 @@ RULES: dict[str, Rule] = {
         "entire packet\"), RFC 8200 section 8.1 over IPv6.  The daemon must not abort.",
         "in packet_udp_tunnel_csum(), adjust the outer checksum for segmentation only "
         "when the payload is longer than one segment"),
+    "tso-empty-tunnel-csum": Rule(
+        "tunnel tso - udp tunnel csum of a packet without payload",
+        f"{TSO_DOC}: a TSO packet sent over a port that cannot segment is segmented in "
+        "software; one without payload is nothing to segment and leaves as it is.  Its "
+        "outer UDP checksum must be valid for that frame: RFC 768, RFC 7348 section 5 "
+        "for VXLAN and RFC 8926 section 3.3 for Geneve (a non-zero UDP checksum \"MUST "
+        "be correctly calculated across the entire packet\").  OVS adjusts it for a "
+        "segment-size payload the packet does not have, and receivers drop it.",
+        "in packet_udp_tunnel_csum(), adjust the outer checksum for segmentation only "
+        "when there is a payload to segment"),
     "udp6-partial-zero-csum": Rule(
         "IPv6 udp csum partial with a zero checksum field",
         f"{CSUM_DOC} rule 5: a partial checksum \"may not be set in the packet data\" and "

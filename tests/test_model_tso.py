@@ -77,3 +77,29 @@ def test_upstream_tunnel_tso_fallback_vectors() -> None:
     assert changed and all(Packet.parse(c).outer.ipv == 6 for c, _ in changed)
     for c, o in changed:
         assert [ln.split(":")[0] for ln in diff_frames(c, o)] == ["outer.GRE.chksum"]
+
+
+@pytest.mark.parametrize("ipv,times", [(4, 1), (6, 2)])
+def test_tso_without_payload_names_the_outer_udp_deviation(ipv: int, times: int) -> None:
+    """A TSO packet with no payload pushed into VXLAN with csum: the right outer
+    UDP checksum covers the datagram as it is (RFC 768); OVS's differs by the
+    segment size per length it adjusts (tso-empty-tunnel-csum), and nothing
+    aborts (no payload divides into zero segments).  One payload byte aborts."""
+    from datapath.model import csum
+    from datapath.model.actions import PushTunnel
+    from datapath.model.bugs import TSO_EMPTY_TUNNEL_CSUM, TSO_SHORT_TUNNEL_ASSERT
+    from fixtures.tunnel import spec
+    from datapath.offloads import CsumState
+    tun = spec("vxlan", 4, True)
+    rx = RxFlags(l4=CsumState.PARTIAL, tso_segsz=500)
+    exp = model.forward(tso_frame(ipv, 0), [PushTunnel(tun, "11"), output("p2")], TxOffloads(), rx)
+    assert exp.bugs == [TSO_EMPTY_TUNNEL_CSUM]
+    right, ovs = Packet.parse(exp.frames[0]), Packet.parse(exp.ovs_frames[0])
+    ofs = right.outer.l4_csum_ofs
+    assert exp.csum_state[0]["outer.UDP"] == "good"
+    want = right.u16(ofs)
+    for _ in range(times):
+        want = csum.incremental(want, b"\0\0", (500).to_bytes(2, "big"))
+    assert ovs.u16(ofs) == want and bytes(ovs.data[:ofs]) == bytes(right.data[:ofs])
+    one = model.forward(tso_frame(ipv, 1), [PushTunnel(tun, "11"), output("p2")], TxOffloads(), rx)
+    assert TSO_SHORT_TUNNEL_ASSERT in one.bugs

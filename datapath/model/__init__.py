@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from datapath.model import gso
+from datapath.model import bugs, csum, gso
 from datapath.model.actions import Action, Output, PushTunnel
 from datapath.model.bugs import OvsBug
 from datapath.model.packet import Packet
@@ -174,17 +174,39 @@ def emit(out: Expected, sent: list[Egress]) -> None:
 
 def push_nested(pkt: Packet, action: PushTunnel) -> list[Packet]:
     """netdev_push_header(): a packet that is already tunnelled is segmented if it
-    is TSO, and all its checksums are finished, before the next header goes on."""
+    is TSO, and all its checksums are finished, before the next header goes on.
+
+    A GRE checksum (RFC 2784 §2.5) is final then too: it covers the finished
+    bytes.  Where OVS wrote another value at the first push (bugs.GRE_CSUM_AT_PUSH),
+    that value rides inside the second tunnel: recorded as an OVS change."""
     if pkt.tunnel is None and pkt.inner is None:
         action.apply(pkt)
         return [pkt]
-    if pkt.gre_csum_ofs is not None:
-        raise NotImplementedError("model: a tunnel inside a GRE tunnel")
     segs = gso.segment(pkt) if pkt.tso_segsz else [pkt]
     for seg in segs:
         complete_in_software(seg, "before the push of a second tunnel header:")
+        if seg.gre_csum_ofs is not None:
+            _seal_gre(seg)
         action.apply(seg)
     return segs
+
+
+def _seal_gre(pkt: Packet) -> None:
+    """The GRE checksum of the current outer header, final before a second push."""
+    assert pkt.gre_csum_ofs is not None
+    ofs, ovs = pkt.gre_csum_ofs, pkt.ovs_gre_csum
+    pkt.put16(ofs, 0)
+    pkt.put16(ofs, csum.checksum(bytes(pkt.data[ofs - 4:])))
+    pkt.notes.append(f"GRE checksum 0x{pkt.u16(ofs):04x} final before the second push")
+    if ovs is not None and ovs != pkt.u16(ofs):
+        from_end = len(pkt.data) - ofs  # headers only go on in front from here
+
+        def gre_field(p: Packet) -> None:
+            p.put16(len(p.data) - from_end, ovs)
+        bugs.record_change(pkt, bugs.GRE_CSUM_AT_PUSH, gre_field,
+                           f"OVS's GRE checksum 0x{ovs:04x} (taken at the first push) rides "
+                           "inside the second tunnel")
+    pkt.gre_csum_ofs = pkt.ovs_gre_csum = None
 
 
 def encapsulate(frame: bytes, spec: TunnelSpec, tx: TxOffloads = TxOffloads(),

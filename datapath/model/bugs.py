@@ -74,6 +74,16 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
     signature=r"assertion payload_len == tso_segsz \* dp_packet_gso_nr_segs\(p\) failed "
               r"in packet_udp_tunnel_csum")
 
+TSO_EMPTY_TUNNEL_CSUM = OvsBug(
+    "tso-empty-tunnel-csum",
+    "the outer UDP checksum of a VXLAN/Geneve packet that carries a TSO segment size "
+    "but no TCP payload is wrong by the segment size (twice that over inner IPv6): OVS "
+    "adjusts the lengths under it as if the packet would be cut into segments of that "
+    "size (RFC 768: the checksum covers the datagram as sent); receivers that check "
+    "it drop the packet",
+    "lib/packets.c packet_udp_tunnel_csum(): recalc_csum16(udp_csum, payload_len, "
+    "tso_segsz) with payload_len 0 (dp_packet_gso_nr_segs() is 0, so the assert holds)")
+
 UDP6_PARTIAL_ZERO = OvsBug(
     "udp6-partial-zero-csum",
     "a UDP/IPv6 checksum flagged partial (to be computed) leaves as 0 when the field held 0: "
@@ -135,7 +145,7 @@ NEIGH_SNOOP_CACHED = OvsBug(
 
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, UDP6_PARTIAL_ZERO,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
-       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED)
+       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM)
 
 
 # -- where OVS deviates: the model's correct packet in, OVS's way out ----------
@@ -176,33 +186,50 @@ def ovs_bytes(pkt: "Packet") -> bytes:
 
 def check_crashes(pkt: "Packet", tx: "TxOffloads") -> None:
     """Record the aborts this packet runs into at egress (crash bugs)."""
-    from datapath.model import gso
     from datapath.model.packet import PROTO_TCP, PROTO_UDP
     from datapath.offloads import CsumState
     for lay in (pkt.outer, pkt.inner):
         if lay is not None and lay.l4_csum is CsumState.PARTIAL \
                 and lay.proto not in (PROTO_TCP, PROTO_UDP):
             _add(pkt, L4_PARTIAL_NOT_TCP_UDP)
+    # packet_udp_tunnel_csum() asserts that a set segment size divides the payload
+    # into whole segments (dp_packet_gso_nr_segs(): DIV_ROUND_UP, 0 for no payload).
+    length = _tso_tunnel_shortcut(pkt, tx)
+    if length is not None and length != pkt.tso_segsz * -(-length // pkt.tso_segsz):
+        _add(pkt, TSO_SHORT_TUNNEL_ASSERT)
+        pkt.notes.append(f"TSO segment size {pkt.tso_segsz} still set on a tunnelled "
+                         f"packet with {length} payload bytes (nothing was segmented)")
+
+
+def _tso_tunnel_shortcut(pkt: "Packet", tx: "TxOffloads | None") -> int | None:
+    """The inner TCP payload length where OVS's outer UDP checksum shortcut
+    (packets.c packet_udp_tunnel_csum()) meets a TSO segment size: a VXLAN/Geneve
+    packet whose outer UDP checksum the port does not do, with an inner TCP
+    checksum in a valid state (a set segment size keeps the packet a tunnel one
+    even with no inner checksum pending); None where it does not."""
+    from datapath.model import gso
+    from datapath.model.packet import PROTO_TCP
+    from datapath.offloads import CsumState
     inn, out = pkt.inner, pkt.outer
-    # packet_udp_tunnel_csum(): reached for a VXLAN/Geneve packet whose outer UDP
-    # checksum the port does not do, with inner checksums pending and an inner TCP
-    # in a valid state; it asserts that a set segment size divides the payload.
     if (pkt.tunnel in ("vxlan", "geneve") and inn is not None and pkt.tso_segsz
-            and "out_udp" not in tx.netdev_flags() and out.l4_csum is CsumState.PARTIAL
-            and CsumState.PARTIAL in (inn.ip_csum, inn.l4_csum) and inn.proto == PROTO_TCP
+            and (tx is None or "out_udp" not in tx.netdev_flags())
+            and out.l4_csum is CsumState.PARTIAL and inn.proto == PROTO_TCP
             and inn.l4 is not None and inn.l4_csum.valid):
-        _, length = gso.payload_bounds(pkt)
-        if length != pkt.tso_segsz * gso.n_segments(pkt):
-            _add(pkt, TSO_SHORT_TUNNEL_ASSERT)
-            pkt.notes.append(f"TSO segment size {pkt.tso_segsz} still set on a tunnelled "
-                             f"packet with {length} payload bytes (nothing was segmented)")
+        return gso.payload_bounds(pkt)[1]
+    return None
 
 
-def deviations(pkt: "Packet", slots: list[str]) -> list[Deviation]:
-    """The known deviations that may apply to this packet at egress (send.py
-    keeps those that change what leaves)."""
+def deviations(pkt: "Packet", slots: list[str], tx: "TxOffloads | None" = None) -> list[Deviation]:
+    """The known deviations that may apply to this packet at egress to a port
+    with `tx` (send.py keeps those that change what leaves)."""
     from datapath.model.packet import PROTO_UDP
     found: list[Deviation] = []
+    if "outer.UDP" in slots and _tso_tunnel_shortcut(pkt, tx) == 0:
+        segsz = pkt.tso_segsz
+        found.append(Deviation(TSO_EMPTY_TUNNEL_CSUM, pkt,
+                               {"outer.UDP": functools.partial(_tso_empty_outer, segsz=segsz)},
+                               note=f"OVS adjusts the outer UDP checksum for {segsz}-byte "
+                                    "segments of a packet without payload"))
     if pkt.ovs_gre_csum is not None:
         found.append(Deviation(GRE_CSUM_AT_PUSH, pkt, gre=pkt.ovs_gre_csum,
                                note=f"OVS writes GRE checksum 0x{pkt.ovs_gre_csum:04x}, taken "
@@ -238,6 +265,22 @@ def deviations(pkt: "Packet", slots: list[str]) -> list[Deviation]:
         change(changed)
         found.append(Deviation(bug, changed, note=note))
     return found
+
+
+def _tso_empty_outer(pkt: "Packet", outer: "Layer", segsz: int) -> None:
+    """The right outer UDP checksum, then changed as if a 16-bit length under it
+    went from 0 to `segsz` (RFC 1624 eqn. 3, as recalc_csum16() does): once for
+    the outer pseudo-header, once more for an inner IPv6 payload length; a
+    result of 0 is sent as 0xffff (RFC 768)."""
+    from datapath.model import csum
+    pkt.set_l4_csum(outer)
+    ofs = outer.l4_csum_ofs
+    times = 2 if pkt.inner is not None and pkt.inner.ipv == 6 else 1
+    for _ in range(times):
+        pkt.put16(ofs, csum.incremental(pkt.u16(ofs), (0).to_bytes(2, "big"),
+                                        segsz.to_bytes(2, "big")))
+    if pkt.u16(ofs) == 0:
+        pkt.put16(ofs, 0xFFFF)
 
 
 def _l4_with_proto(pkt: "Packet", lay: "Layer", proto: int) -> None:

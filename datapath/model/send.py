@@ -123,7 +123,7 @@ def complete(pkt: Packet, tx: TxOffloads) -> Egress:
             else "must be right on the wire"))
     out = Egress(canonical, allowed)
     canonical.notes = pkt.notes
-    deviations = bugs.deviations(pkt, [s.name for s in slots])
+    deviations = bugs.deviations(pkt, [s.name for s in slots], tx)
     if deviations:  # OVS does all it does; a bug counts where it changes what leaves
         merged = bugs.merge(pkt, deviations)
         ovs = variants(merged.pkt, slots, merged.completions, merged.gre)[0]
@@ -238,11 +238,32 @@ def variants(pkt: Packet, slots: list[Slot],
 
 def complete_in_software(pkt: Packet, why: str) -> None:
     """Every pending checksum right, by the datapath itself (before a second
-    tunnel header: see the module docstring)."""
-    slots = pending_slots(pkt, TxOffloads())
+    tunnel header: see the module docstring).  Where a known OVS deviation makes
+    OVS complete one otherwise, that is recorded as an OVS change (bugs.py), to
+    show once the packet leaves; an abort on the way is recorded as for egress."""
+    nothing = TxOffloads()
+    bugs.check_crashes(pkt, nothing)
+    slots = pending_slots(pkt, nothing)
     _, done = variants(pkt, slots)
+    own = [d for d in bugs.deviations(pkt, [s.name for s in slots], nothing)
+           if d.pkt is pkt and d.completions and d.gre is None]
+    ovs = {d.bug: (bytes(variants(pkt, slots, d.completions)[1].data), d.note) for d in own}
     pkt.data = done.data
     for slot in slots:
         slot.set_state(pkt, CsumState.GOOD)
     if slots:
         pkt.notes.append(f"{why} completed {', '.join(s.name for s in slots)} in software")
+    for bug, (data, note) in ovs.items():
+        if data != bytes(pkt.data):
+            bugs.record_change(pkt, bug, _patch_from_end(bytes(pkt.data), data), note)
+
+
+def _patch_from_end(right: bytes, other: bytes) -> bugs.Change:
+    """A change that makes `right` into `other`, each byte placed from the end:
+    it still finds its bytes after more headers went on in front."""
+    back = [(len(right) - i, other[i]) for i in range(len(right)) if right[i] != other[i]]
+
+    def patch(pkt: Packet) -> None:
+        for distance, value in back:
+            pkt.data[len(pkt.data) - distance] = value
+    return patch
