@@ -36,15 +36,14 @@ PACKAGES = [
     "iproute2", "ethtool", "tcpdump", "tshark", "iperf3", "procps", "kmod",
     "iputils-ping", "ncat",
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
-    "python3-jinja2", "python3-pyshark", "python3-openvswitch",
-    "python3-pyroute2", "python3-pytest-xdist", "python3-pytest-timeout",
+    "python3-jinja2", "python3-pyshark", "python3-pytest-xdist", "python3-pytest-timeout",
     "python3-hypothesis", "python3-matplotlib", "gdb", "ruff", "mypy",
     "chromium", "fonts-dejavu-core",
 ]
 
 # The packages whose exact versions provisioning records and prints.
-VERSIONED = ("openvswitch-switch", "openvswitch-switch-dpdk", "dpdk", "python3-openvswitch",
-             "tshark", "python3-scapy", "python3-pytest")
+VERSIONED = ("openvswitch-switch", "openvswitch-switch-dpdk", "dpdk", "tshark", "python3-scapy",
+             "python3-pytest")
 OVS_PACKAGE = "openvswitch-switch"
 PRUNE_AFTER_DAYS = 3  # a root of another key that no run used this long is removed
 APT_TIMEOUT = 600  # seconds, each apt-get call on the host
