@@ -125,3 +125,18 @@ def test_inner_checksum_the_port_lacks_is_completed_before_the_outer_is_handed()
                            RxFlags.parse("l4=good"))
     assert {Packet.parse(f).u16(outer_ip) for f in strict.allowed[0]} != values
     assert 0 not in {Packet.parse(f).u16(outer_ip) for f in strict.allowed[0]}
+
+
+def test_outer_udp_may_trust_an_inner_checksum_flagged_good() -> None:
+    """E7: an inner IPv4 checksum that is wrong but flagged good: the outer UDP
+    checksum may be right for the bytes, or right as if the flagged one were; a
+    right inner checksum gives one value only."""
+    from fixtures.frames import with_bad_checksums
+    tun = spec("vxlan", 4, True)
+    rx = RxFlags.parse("ip=good,l4=partial")
+    acts = model_actions(INNERS["tcp4"], tun)
+    udp = 14 + 20 + 6
+    for frame, n in ((with_bad_checksums(compose("tcp", 4)), 2), (compose("tcp", 4), 1)):
+        exp = model.forward(frame, acts, TxOffloads(), rx)
+        values = {Packet.parse(f).u16(udp) for f in [exp.frames[0], *exp.padded("allowed")[0]]}
+        assert len(values) == n, values

@@ -133,6 +133,9 @@ class Packet:
     ovs_changes: list[tuple[OvsBug, Callable[["Packet"], None], str]] = field(
         default_factory=list)
     tso_segsz: int = 0  # set by a TSO rx port: the packet may be segmented on tx
+    # Other bytes the contract allows for checksums already final (send.py E7):
+    # each makes the packet into one the egress may also start from.
+    choices: list[Callable[["Packet"], None]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, frame: bytes) -> "Packet":
@@ -144,7 +147,7 @@ class Packet:
         return Packet(bytearray(self.data), replace(self.outer),
                       None if self.inner is None else replace(self.inner), self.tunnel, [],
                       self.gre_csum_ofs, list(self.bugs), self.ovs_gre_csum,
-                      list(self.ovs_changes), self.tso_segsz)
+                      list(self.ovs_changes), self.tso_segsz, list(self.choices))
 
     # The outermost layer is what rewrites act on.
     @property

@@ -36,6 +36,11 @@ E5  A checksum covering another checksum that a port completes (an outer UDP
     the datapath's to compute.
 E6  An L4 checksum flagged partial on a packet that is neither TCP nor UDP has
     nothing to complete (OVS offloads only TCP, UDP and SCTP): it leaves as is.
+E7  A checksum an rx port flagged good is, to the datapath, validated (CSUM-DOC:
+    the flag says so): an outer UDP checksum over it may be computed as if it
+    were right, as E5 does for completed ones.  Where the port flagged a wrong
+    checksum good, the outer checksum may therefore be right for the bytes or
+    for the bytes as the flag claims them.
 
 Before a second tunnel header goes on, every pending checksum is completed in
 software: offload flags reach an inner and an outer header only (DPDK mbuf
@@ -193,6 +198,21 @@ def _handed_inner(pkt: Packet, adv: frozenset[str]) -> bool:
 def variants(pkt: Packet, slots: list[Slot],
              completions: dict[str, bugs.Completion | None] | None = None,
              gre: int | None = None) -> tuple[dict[bytes, Verdicts], Packet]:
+    """Every frame the slots allow (see _variants), from the packet and from each
+    of its choices (E7 before a second push)."""
+    allowed, canonical = _variants(pkt, slots, completions, gre)
+    for choice in pkt.choices:
+        other = pkt.copy()
+        other.choices = []
+        choice(other)
+        for frame, verdicts in _variants(other, slots, completions, gre)[0].items():
+            allowed.setdefault(frame, verdicts)
+    return allowed, canonical
+
+
+def _variants(pkt: Packet, slots: list[Slot],
+              completions: dict[str, bugs.Completion | None] | None = None,
+              gre: int | None = None) -> tuple[dict[bytes, Verdicts], Packet]:
     """Every frame the slots allow, and the canonical one (each optional checksum
     as handed, each that may stay as it was).
 
@@ -224,6 +244,10 @@ def variants(pkt: Packet, slots: list[Slot],
             ideal.put16(ofs, 0)
             ideal.put16(ofs, csum.checksum(bytes(ideal.data[ofs - 4:])) if gre is None else gre)
         optional = [s for s in slots if s.optional and s.name not in left]
+        trusting = None
+        if "outer.UDP" not in left and "outer.UDP" not in completions \
+                and any(s.name == "outer.UDP" for s in slots):
+            trusting = _trusting_outer_udp(ideal)
         for choice in itertools.product((True, False), repeat=len(optional)):
             variant = ideal.copy()
             for slot, as_handed in zip(optional, choice):
@@ -232,8 +256,37 @@ def variants(pkt: Packet, slots: list[Slot],
                     slot.set_state(variant, P)
             allowed.setdefault(bytes(variant.data), variant.csum_verdicts())
             canonical = canonical or variant
+            handed_udp = any(a and s.name == "outer.UDP" for s, a in zip(optional, choice))
+            if trusting is not None and not handed_udp:
+                alt = variant.copy()
+                alt.put16(alt.outer.l4_csum_ofs, trusting)
+                allowed.setdefault(bytes(alt.data), alt.csum_verdicts())
     assert canonical is not None
     return allowed, canonical
+
+
+def _trusting_outer_udp(pkt: Packet) -> int | None:
+    """E7: the outer UDP checksum of a VXLAN/Geneve packet computed as if each
+    inner checksum flagged good were right, where one is not (a port that
+    flagged a wrong checksum good).  The datapath may rely on an rx port's
+    verdict (CSUM-DOC: good means validated), as LCO relies on the inner
+    checksums (E5); None where no such checksum is wrong."""
+    inn = pkt.inner
+    if inn is None or pkt.tunnel not in ("vxlan", "geneve") or inn.l3 is None:
+        return None
+    fixed = pkt.copy()
+    lay = fixed.inner
+    assert lay is not None
+    if inn.ip_csum is CsumState.GOOD and inn.ipv == 4:
+        fixed.set_ip_csum(lay)
+    if inn.l4_csum is CsumState.GOOD and inn.l4 is not None and not inn.fragment \
+            and inn.proto in (PROTO_TCP, PROTO_UDP) \
+            and not (inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) == 0):
+        fixed.set_l4_csum(lay)
+    if fixed.data == pkt.data:
+        return None
+    fixed.set_l4_csum(fixed.outer)
+    return fixed.u16(fixed.outer.l4_csum_ofs)
 
 
 def complete_in_software(pkt: Packet, why: str) -> None:
@@ -248,11 +301,18 @@ def complete_in_software(pkt: Packet, why: str) -> None:
     own = [d for d in bugs.deviations(pkt, [s.name for s in slots], nothing)
            if d.pkt is pkt and d.completions and d.gre is None]
     ovs = {d.bug: (bytes(variants(pkt, slots, d.completions)[1].data), d.note) for d in own}
+    trusting = _trusting_outer_udp(done) if any(s.name == "outer.UDP" for s in slots) else None
     pkt.data = done.data
     for slot in slots:
         slot.set_state(pkt, CsumState.GOOD)
     if slots:
         pkt.notes.append(f"{why} completed {', '.join(s.name for s in slots)} in software")
+    if trusting is not None and trusting != pkt.u16(pkt.outer.l4_csum_ofs):
+        other = pkt.copy()
+        other.put16(other.outer.l4_csum_ofs, trusting)
+        pkt.choices.append(_patch_from_end(bytes(pkt.data), bytes(other.data)))
+        pkt.notes.append(f"outer.UDP 0x{trusting:04x} allowed too: computed as if the checksums "
+                         "flagged good under it were right (E7)")
     for bug, (data, note) in ovs.items():
         if data != bytes(pkt.data):
             bugs.record_change(pkt, bug, _patch_from_end(bytes(pkt.data), data), note)
