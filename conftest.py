@@ -2,4 +2,4 @@
 # checkout first on sys.path (our `fixtures` package, not PyPI's).
 pytest_plugins = ["reports.plugin", "fixtures.plugin", "fixtures.shard", "fixtures.bench",
                   "fixtures.pushpop", "fixtures.backends", "fixtures.system_traffic",
-                  "fixtures.plain_bench", "perf.plugin"]
+                  "fixtures.plain_bench", "fixtures.explore", "perf.plugin"]
