@@ -158,6 +158,9 @@ def test_iperf3_through_kernel_tunnel(system_traffic: Callable[..., Traffic], re
         name = "off" if flavour == "userspace" else "on"
         t, ns, _ = build(lambda f, *n: system_traffic(f, *n, label=f"tso_{name}"), kind,
                          underlay_ip, True, flavour)
+        # Not an upstream test: seconds of iperf3 (segmented in software with TSO
+        # on) grow packet batches, so OVS_VSWITCHD_STOP's batch check is not ours.
+        t.env.sb.expected_batch_grow = None
         try:
             results[name] = iperf(t, ns)
         finally:
