@@ -24,7 +24,7 @@ from datapath.backends.netns import (VIRTIO_NET_HDR_F_NEEDS_CSUM, Cleanup, VnetH
                                      complete_needs_csum, partial_csum_frame)
 from datapath.model import csum
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from fixtures.backends import unavailable
+from fixtures.capabilities import unavailable
 from fixtures.frames import (MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped,
                              with_l4_csum)
 from harness.sandbox import Sandbox
