@@ -33,7 +33,7 @@ from datapath.offloads import CsumState, RxFlags
 from harness.control import check
 from harness.install import OvsInstall
 from harness.pcap import PcapError, PcapReader, write_pcap
-from harness.sandbox import Sandbox
+from harness.sandbox import Sandbox, SandboxOptions
 from harness.wait import WaitTimeout, wait_until
 
 NAME = "dpdk"
@@ -60,7 +60,7 @@ VSCTL_TIMEOUT = 60.0
 _vdev_ids = itertools.count()
 
 
-def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> dict[str, object]:
+def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> SandboxOptions:
     if install.vswitchd_dpdk is None:
         raise RuntimeError("no DPDK-enabled ovs-vswitchd")
     return {
@@ -174,7 +174,7 @@ class DpdkPcapPort(KernelPort):
     RXQ_DESC = ("2048", "1024")
 
     def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int) -> None:
-        super().__init__(sb, bridge, name, ofport, peer=None)  # type: ignore[arg-type]
+        super().__init__(sb, bridge, name, ofport, peer=None)
         self.dir = Path(sb.rundir) / f"{name}-pcap"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rx_file, self.tx_file = self.dir / "rx.pcap", self.dir / "tx.pcap"

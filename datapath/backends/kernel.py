@@ -9,7 +9,6 @@ negotiated.  `express()` compares that with what a case asks for.
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -59,24 +58,11 @@ def tx_from_status(status: dict[str, str]) -> tuple[TxOffloads, bool]:
     return TxOffloads(frozenset(adv)), on("tcp_seg")
 
 
-def rx_tso_segsz(rx: RxFlags) -> int:
-    """The TSO segment size an rx port stamps (0: none; older RxFlags have no field)."""
-    return int(getattr(rx, "tso_segsz", 0) or 0)
-
-
-def with_tso_segsz(rx: RxFlags, segsz: int) -> RxFlags:
-    if not segsz:
-        return rx
-    if not hasattr(rx, "tso_segsz"):
-        raise BackendError("this model's RxFlags has no TSO segment size")
-    return dataclasses.replace(rx, tso_segsz=segsz)
-
-
 def flags_text(rx: RxFlags) -> str:
     parts = [f"{layer}={state.value}" for layer, state in (("ip", rx.ip), ("l4", rx.l4))
              if state is not CsumState.UNKNOWN]
-    if rx_tso_segsz(rx):
-        parts.append(f"tso_segsz={rx_tso_segsz(rx)}")
+    if rx.tso_segsz:
+        parts.append(f"tso_segsz={rx.tso_segsz}")
     return ",".join(parts) or "none"
 
 
@@ -98,7 +84,8 @@ class KernelPort:
     # One sentence: the rx checksum flags this port kind can produce, and why no others.
     RX_LIMITS = ""
 
-    def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int, peer: Netns) -> None:
+    def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int,
+                 peer: Netns | None) -> None:
         self.sb = sb
         self.bridge = bridge
         self.name = name
@@ -164,10 +151,10 @@ def express(rx_port: KernelPort, tx_port: KernelPort, frame: bytes, rx: RxFlags,
             raise BackendError(
                 f"{rx_port.kind} port {rx_port.name} cannot stamp rx {layer}={want.value} on "
                 f"this frame (it stamps {flags_text(actual)}): {rx_port.RX_LIMITS}")
-    if rx_tso_segsz(rx) != rx_tso_segsz(actual):
+    if rx.tso_segsz != actual.tso_segsz:
         raise BackendError(
             f"{rx_port.kind} port {rx_port.name} cannot hand over this frame as a TSO packet "
-            f"of segment size {rx_tso_segsz(rx)} (it stamps {flags_text(actual)}): "
+            f"of segment size {rx.tso_segsz} (it stamps {flags_text(actual)}): "
             f"{rx_port.RX_LIMITS}")
     notes = [f"backend: {rx_port.kind} port {rx_port.name} stamps rx {flags_text(actual)}; "
              f"{tx_port.kind} port {tx_port.name} offers tx {tx_port.tx.id}"

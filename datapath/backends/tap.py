@@ -20,12 +20,11 @@ What the ports can express, read from what OVS and the kernel negotiated:
 from __future__ import annotations
 
 from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, datapath_rx_packets,
-                                      interface_status, rx_tso_segsz, tx_from_status,
-                                      with_tso_segsz)
+                                      interface_status, tx_from_status)
 from datapath.backends.netns import (KernelSide, Netns, ethtool_features, l4_offsets, link_mac)
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
-from harness.sandbox import Sandbox
+from harness.sandbox import Sandbox, SandboxOptions
 
 NAME = "tap"
 
@@ -35,7 +34,7 @@ class OffloadMismatch(AssertionError):
 LOG_ALLOW = MOVED_DEVICE_LOG
 
 
-def sandbox_options(switch_ns: Netns, tso: bool) -> dict[str, object]:
+def sandbox_options(switch_ns: Netns, tso: bool) -> SandboxOptions:
     """Sandbox keyword arguments: plain --enable-dummy (=override would turn
     `tap` and `system` ports into dummies), vswitchd inside the switch
     namespace, userspace TSO as asked (OVS reads it at start only)."""
@@ -77,10 +76,10 @@ class TapPort(KernelPort):
 
     def rx_flags_for(self, frame: bytes) -> RxFlags:
         offs = l4_offsets(frame)
-        segsz = rx_tso_segsz(self.rx)
+        segsz = self.rx.tso_segsz
         if segsz and self.tso and offs is not None and offs[1] == 16:
             # A GSO packet: OVS reads the segment size, and the L4 checksum as partial.
-            return with_tso_segsz(RxFlags(l4=CsumState.PARTIAL), segsz)
+            return RxFlags(l4=CsumState.PARTIAL, tso_segsz=segsz)
         if self.rx.l4 is CsumState.PARTIAL and self.csum and offs is not None:
             return RxFlags(l4=CsumState.PARTIAL)
         return RxFlags()
@@ -90,7 +89,7 @@ class TapPort(KernelPort):
         for frame in frames:
             got = self.rx_flags_for(frame)
             self.kernel.send([frame], partial=got.l4 is CsumState.PARTIAL,
-                             gso_size=rx_tso_segsz(got))
+                             gso_size=got.tso_segsz)
 
     def rx_count(self) -> int:
         """The whole datapath's received packets: OVS reads a tap's counters from
