@@ -11,6 +11,7 @@ from datapath.offloads import TX_FEATURES, TxOffloads
 from fixtures.frames import L7
 from fixtures.sequence import capture, expect_unchanged
 from harness.control import check
+from harness.logscan import miss_upcall_keys
 from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
@@ -59,8 +60,7 @@ def test_netdev_dummy_receive(sandbox: Sandbox, case_record: CaseRecord) -> None
                          steps=case_record.steps)
 
         def miss_lines() -> list[str]:
-            lines = sandbox.log_lines()
-            return [lines[i + 1] for i, ln in enumerate(lines[:-1]) if "miss upcall" in ln]
+            return miss_upcall_keys(sandbox.log_lines())
         misses = wait_until(lambda: len(miss_lines()) >= n and miss_lines(), 5,
                             what=f"{n} 'miss upcall' log entries")
         assert misses[-1] == KEY_PREFIX + flow

@@ -18,6 +18,7 @@ from datapath.backends.dummy import DummyPort, wait_connected
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from harness.control import check
+from harness.logscan import miss_upcall_keys
 from datapath.expect import expect_frames
 from fixtures.pmd import icmp_frame
 from fixtures.sequence import capture, expect_unchanged
@@ -55,8 +56,7 @@ def br0(sandbox, port_type: str, *ports: tuple[str, int]) -> None:
 
 
 def miss_keys(sandbox) -> list[str]:
-    lines = sandbox.log_lines()
-    return [lines[i + 1] + "\n" for i, ln in enumerate(lines[:-1]) if "miss upcall" in ln]
+    return [key + "\n" for key in miss_upcall_keys(sandbox.log_lines())]
 
 
 def wait_misses(sandbox, n: int) -> list[str]:

@@ -20,6 +20,7 @@ from datapath.offloads import TxOffloads
 from fixtures.frames import compose, ndp_solicit
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
+from harness.logscan import miss_upcall_keys
 from datapath.expect import expect_frames, send_and_expect
 from harness.filters import (filter_flow_install, filter_hw_flow_del, filter_hw_flow_install,
                              filter_hw_packet_netdev_dummy, offload_counters, strip_hw_offload,
@@ -47,8 +48,7 @@ def log(sb: Sandbox) -> str:
 
 
 def last_miss_key(sb: Sandbox) -> str:
-    lines = sb.log_lines(since_mark=False)
-    return [lines[i + 1] for i, ln in enumerate(lines[:-1]) if "miss upcall" in ln][-1]
+    return miss_upcall_keys(sb.log_lines(since_mark=False))[-1]
 
 
 def filtered_equals(sb: Sandbox, filt, want: str, what: str) -> None:  # type: ignore[no-untyped-def]

@@ -65,15 +65,14 @@ DECAP = [
 
 def corrupt_outer(frame: bytes, what: str) -> bytes:
     """Break the outer IPv4 header checksum, or the outer UDP/GRE checksum."""
-    from datapath.model.packet import PROTO_GRE, parse_layer
+    from datapath.model.packet import IPV4_CSUM, L4_CSUM_OFS, parse_layer
     data = bytearray(frame)
     lay = parse_layer(data)
-    assert lay.l3 is not None
+    assert lay.l3 is not None and lay.payload is not None and lay.proto in L4_CSUM_OFS
     if what == "bad_outer_ip":
-        data[lay.l3 + 10] ^= 0x01
+        data[lay.l3 + IPV4_CSUM] ^= 0x01
     else:
-        l4 = lay.l3 + ((data[lay.l3] & 0x0F) * 4 if lay.ipv == 4 else 40)
-        data[l4 + (4 if lay.proto == PROTO_GRE else 6)] ^= 0x01
+        data[lay.payload + L4_CSUM_OFS[lay.proto]] ^= 0x01
     return bytes(data)
 
 

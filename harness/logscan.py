@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 # OVS_VSWITCHD_STOP's check_logs: lines that are never a failure.
 LOG_ALLOW = (
@@ -64,3 +64,12 @@ def scan_log(path: Path, extra_allow: Iterable[str] = ()) -> list[str]:
 
 def startup_stderr_problems(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln.strip() and not _matches_any(ln, STDERR_ALLOW)]
+
+
+def miss_upcall_keys(lines: Sequence[str]) -> list[str]:
+    """The datapath flow key of every miss upcall in ovs-vswitchd log lines, oldest first.
+
+    With dpif_netdev at debug level each miss logs a line holding 'miss upcall'
+    and the key on the line after it; a last line with no key yet is skipped.
+    """
+    return [lines[i + 1] for i, line in enumerate(lines[:-1]) if "miss upcall" in line]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
-__all__ = ["MAX_RECORD_LEN", "PcapError", "PcapReader", "read_all", "write_pcap"]
+__all__ = ["MAX_RECORD_LEN", "PcapError", "PcapReader", "pcap_bytes", "read_all", "write_pcap"]
 
 #: Largest record we accept; also the snaplen written by :func:`write_pcap`.
 MAX_RECORD_LEN = 262144
@@ -196,18 +197,49 @@ def record(frame: bytes, usec: int = 0) -> bytes:
     return struct.pack("<IIII", 0, usec, len(frame), len(frame)) + frame
 
 
-def write_pcap(path: str | os.PathLike[str], frames: Iterable[bytes]) -> None:
-    """Write ``frames`` as a little-endian, microsecond, Ethernet pcap file.
+def pcap_bytes(frames: Iterable[bytes], name: str = "pcap") -> bytes:
+    """``frames`` as the bytes of a little-endian, microsecond, Ethernet pcap file.
 
-    Record timestamps are zero so that the output is reproducible.
+    Record timestamps are zero so that the output is reproducible; ``name``
+    (the file the bytes are for) starts the message of a frame too long.
     """
     out = bytearray(global_header())
     for index, frame in enumerate(frames):
         if len(frame) > MAX_RECORD_LEN:
             raise PcapError(
-                f"{os.fspath(path)}: frame {index} has {len(frame)} bytes, "
+                f"{name}: frame {index} has {len(frame)} bytes, "
                 f"over the maximum of {MAX_RECORD_LEN}"
             )
         out += record(frame)
+    return bytes(out)
+
+
+def write_pcap(path: str | os.PathLike[str], frames: Iterable[bytes]) -> None:
+    """Write ``frames`` as a pcap file (see :func:`pcap_bytes`)."""
+    data = pcap_bytes(frames, os.fspath(path))
     with open(path, "wb") as f:
-        f.write(out)
+        f.write(data)
+
+
+def main(argv: list[str]) -> int:
+    """``pcap.py FILE``: one hex line per complete frame of FILE, read as
+    :class:`PcapReader` reads it (a missing file or short header: nothing);
+    a malformed file: one line on stderr and exit status 1.
+
+    The reproducer scripts (reports/repro.py) run this file alone, with no
+    package around it, so it imports nothing but the standard library.
+    """
+    if len(argv) != 1:
+        print("usage: pcap.py FILE", file=sys.stderr)
+        return 2
+    try:
+        for frame in PcapReader(argv[0]).read_new():
+            print(frame.hex())
+    except (PcapError, OSError) as exc:
+        print(f"pcap: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

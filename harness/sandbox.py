@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, TypedDict
 
 from harness.control import Result, Transcript, check, run_tool
 from harness.crash import crash_report
@@ -24,6 +24,22 @@ from harness.unixctl import UnixctlClient, UnixctlError, UnixctlTimeout
 from harness.wait import WaitTimeout, wait_until
 
 VSCTL_TIMEOUT = 10  # seconds; an unbounded ovs-vsctl hangs forever if vswitchd died
+
+
+class SandboxOptions(TypedDict, total=False):
+    """Keyword options of :class:`Sandbox` that a backend chooses (see __init__)."""
+
+    dummy_numa: str | None
+    enable_dummy: str
+    vswitchd_args: Iterable[str]
+    log_allow: Iterable[str]
+    vswitchd_exe: str | None
+    other_config: dict[str, str] | None
+    vswitchd_preexec: Callable[[], None] | None
+    stderr_allow: Iterable[str]
+    system_route: bool
+    extra_env: dict[str, str] | None
+    vsctl_timeout: float
 
 
 class SandboxError(AssertionError):
@@ -263,12 +279,13 @@ class Sandbox:
     def stop(self, scan_logs: bool = True) -> None:
         """OVS_VSWITCHD_STOP: log scan, then exit --cleanup and reap both daemons."""
         errors: list[str] = []
-        died = self.vswitchd is not None and not self.vswitchd.alive()
+        vswitchd = self.vswitchd
+        died = vswitchd is not None and not vswitchd.alive()
         if died and self.expected_crash:
             pass
-        elif died:
+        elif died and vswitchd is not None:
             try:
-                self.vswitchd.assert_alive("during the test")  # type: ignore[union-attr]
+                vswitchd.assert_alive("during the test")
             except DaemonDied as exc:
                 errors.append(str(exc))
         if scan_logs and not died:

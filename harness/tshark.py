@@ -19,9 +19,19 @@ from harness import pcap
 
 FIELDS = {"IP": "ip.checksum.status", "TCP": "tcp.checksum.status",
           "UDP": "udp.checksum.status", "GRE": "gre.checksum.status"}
-STATUS = {"0": "bad", "1": "good", "2": "unverified", "3": "not present", "4": "illegal"}
-# GRE checksums are always validated; the others only when asked.
-PREFS = ("ip.check_checksum:TRUE", "tcp.check_checksum:TRUE", "udp.check_checksum:TRUE")
+# Values of Wireshark's `<proto>.checksum.status` fields (proto_checksum_enum_e).
+CHECKSUM_STATUS = {"0": "bad", "1": "good", "2": "unverified", "3": "not present",
+                   "4": "illegal"}
+# Checksum validation is off by default in Wireshark for IP, TCP and UDP; GRE,
+# ICMP and ICMPv6 have no such preference and always verify their checksum.
+CHECKSUM_PREFS = {"ip.check_checksum": "TRUE", "tcp.check_checksum": "TRUE",
+                  "udp.check_checksum": "TRUE"}
+
+
+def checksum_verdict(status: str) -> str:
+    """good, bad, unverified, not present or illegal for a checksum.status value
+    (as tshark prints it); an unknown value as "status N"."""
+    return CHECKSUM_STATUS.get(status, f"status {status}")
 
 
 class TsharkError(Exception):
@@ -38,8 +48,8 @@ class Tshark:
         argv = [exe, "-l", "-n", "-Q", "-i", "-", "-T", "fields", "-E", "separator=|",
                 "-E", "occurrence=a", "-E", "aggregator=,", "-e", "frame.number",
                 *[a for f in FIELDS.values() for a in ("-e", f)]]
-        for pref in PREFS:
-            argv += ["-o", pref]
+        for pref, value in CHECKSUM_PREFS.items():
+            argv += ["-o", f"{pref}:{value}"]
         self.timeout = timeout
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
@@ -77,7 +87,7 @@ class Tshark:
         parts = self._line().split("|")
         if parts[0] != str(self.count):
             raise TsharkError(f"tshark answered for frame {parts[0]}, expected {self.count}")
-        return {name: [STATUS.get(v, v) for v in value.split(",") if v]
+        return {name: [checksum_verdict(v) for v in value.split(",") if v]
                 for name, value in zip(FIELDS, parts[1:])}
 
     def close(self) -> None:

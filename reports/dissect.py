@@ -15,20 +15,7 @@ import sys
 import warnings
 from typing import Any
 
-PCAP_LINKTYPE_ETHERNET = 1
-PCAP_SNAPLEN = 262144
 DECODE_TIMEOUT = 60.0  # seconds, plus a little per frame
-
-# Checksum validation is off by default in Wireshark.  ICMP and ICMPv6 have no such
-# preference: they always verify their checksum.
-CHECKSUM_PREFS = {
-    "ip.check_checksum": "TRUE",
-    "tcp.check_checksum": "TRUE",
-    "udp.check_checksum": "TRUE",
-}
-
-# Values of Wireshark's `<proto>.checksum.status` (proto_checksum_enum_e).
-CHECKSUM_STATUS = {"0": "bad", "1": "good", "2": "unverified", "3": "not present", "4": "illegal"}
 
 # Fields worth a glance, per layer; other layers show their first few fields.
 SUMMARY_FIELDS = {
@@ -83,7 +70,9 @@ def dissect(frames_hex: list[str], pcap_path: str) -> list[dict[str, Any]]:
         raise DissectError("tshark not found")
     # pyshark runs in a child process: its asyncio subprocess handling leaves child
     # watchers and half-reaped processes behind, which would disturb the test process.
-    command = [sys.executable, "-P", os.path.abspath(__file__), os.path.abspath(pcap_path), tshark]
+    from harness.tshark import CHECKSUM_PREFS, checksum_verdict  # parent side only, as above
+    command = [sys.executable, "-P", os.path.abspath(__file__), os.path.abspath(pcap_path), tshark,
+               json.dumps(CHECKSUM_PREFS)]
     try:
         proc = subprocess.run(command, capture_output=True, text=True,
                               timeout=DECODE_TIMEOUT + len(frames_hex) * 0.05)
@@ -103,11 +92,15 @@ def dissect(frames_hex: list[str], pcap_path: str) -> list[dict[str, Any]]:
     for frame in decoded:
         if 0 <= frame["index"] < len(lengths):
             frame["length"] = lengths[frame["index"]]
+        for layer in frame["layers"]:
+            for checksum in layer["checksums"]:
+                checksum["status"] = checksum_verdict(checksum["status"])
     return decoded
 
 
-def decode_pcap(pcap_path: str, tshark: str) -> list[dict[str, Any]]:
-    """Decode a pcap with pyshark in this process (the child side of dissect())."""
+def decode_pcap(pcap_path: str, tshark: str, prefs: dict[str, str]) -> list[dict[str, Any]]:
+    """Decode a pcap with pyshark in this process (the child side of dissect()), with
+    these tshark preferences; each checksum's status is tshark's raw value."""
     try:
         import pyshark  # imported late: only the child needs it
     except ImportError as exc:
@@ -117,7 +110,7 @@ def decode_pcap(pcap_path: str, tshark: str) -> list[dict[str, Any]]:
     capture = None
     try:
         capture = pyshark.FileCapture(
-            pcap_path, override_prefs=dict(CHECKSUM_PREFS), eventloop=loop, tshark_path=tshark
+            pcap_path, override_prefs=dict(prefs), eventloop=loop, tshark_path=tshark
         )
         return [_frame(index, packet) for index, packet in enumerate(capture)]
     except Exception as exc:  # pyshark raises many unrelated types for a tshark failure
@@ -148,7 +141,7 @@ def _layer(layer: Any) -> dict[str, Any]:
         checksums.append({
             "field": f"{name}.{base.replace('_', '.')}",
             "value": str(layer.get_field_value(base) or ""),
-            "status": CHECKSUM_STATUS.get(raw_status, f"status {raw_status}"),
+            "status": raw_status,  # dissect() names it (harness.tshark.checksum_verdict)
             "calculated": str(layer.get_field_value(f"{base}_calculated") or ""),
         })
     return {"name": name, "summary": _summary(name, layer, field_names), "checksums": checksums}
@@ -170,10 +163,11 @@ def _summary(name: str, layer: Any, field_names: list[str]) -> str:
 
 
 def _main(argv: list[str]) -> int:
-    """Child entry point: `dissect.py PCAP TSHARK` prints {"frames": [...]} or {"error": "..."}."""
+    """Child entry point: `dissect.py PCAP TSHARK PREFS_JSON` prints {"frames": [...]}
+    or {"error": "..."}."""
     warnings.simplefilter("ignore")  # pyshark's teardown noise is not ours to show
     try:
-        print(json.dumps({"frames": decode_pcap(argv[0], argv[1])}))
+        print(json.dumps({"frames": decode_pcap(argv[0], argv[1], json.loads(argv[2]))}))
     except DissectError as exc:
         print(json.dumps({"error": str(exc)}))
         return 3

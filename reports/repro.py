@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from pathlib import Path
 
+from harness import pcap
 from harness.records import CaseRecord
 
 RUN_VAR = '"$RUN"'
@@ -23,26 +25,9 @@ _SETUP_TOOLS = ("ovsdb-tool",)
 _PCAP_OPTION = re.compile(r"^options:(tx_pcap|pcap)=(.*)$")
 MAX_COMMENT_LINES = 12
 
-PCAP_PY = r'''
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-if len(data) < 24:
-    sys.exit(0)
-magic = data[:4]
-if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-    end = "<"
-elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
-    end = ">"
-else:
-    sys.exit("not a pcap file: " + sys.argv[1])
-pos = 24
-while pos + 16 <= len(data):
-    incl = struct.unpack(end + "I", data[pos + 8:pos + 12])[0]
-    if pos + 16 + incl > len(data):
-        break
-    print(data[pos + 16:pos + 16 + incl].hex())
-    pos += 16 + incl
-'''
+# The reproducer's pcap reader is harness/pcap.py itself, run alone (its main():
+# one hex line per complete frame, one line on stderr for a malformed file).
+PCAP_PY = Path(pcap.__file__).read_text()
 
 
 def find_rundir(case: CaseRecord) -> str | None:

@@ -12,8 +12,9 @@ import pytest
 from harness.control import CommandFailed, Result, check
 from harness.filters import strip_xout, uuidfilt
 from harness.install import InstallError, OvsInstall
-from harness.logscan import scan_lines, startup_stderr_problems
+from harness.logscan import miss_upcall_keys, scan_lines, startup_stderr_problems
 from harness.sandbox import DaemonDied, Sandbox, SandboxError
+from harness.tshark import CHECKSUM_PREFS, FIELDS, checksum_verdict, disagreements
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,3 +139,31 @@ def test_coverage_counter_wait(raw_sandbox: Sandbox) -> None:
     with pytest.raises(WaitTimeout, match=r"netdev_received == 99 .*last value 1"):
         sb.wait_coverage("netdev_received", 99, timeout=0.2)
     sb.stop()
+
+
+def test_miss_upcall_keys_takes_the_line_after_each_miss() -> None:
+    """The key is the line after each 'miss upcall' line; a miss whose key
+    line is not written yet (the last line) is not counted."""
+    lines = ["2026|dpif_netdev(pmd)|DBG|ovs-dummy: miss upcall:", "recirc_id(0),in_port(1)",
+             "2026|dpif|DBG|flow_add: ...", "2026|dpif_netdev|DBG|miss upcall:",
+             "recirc_id(0),in_port(2)", "2026|dpif_netdev|DBG|miss upcall:"]
+    assert miss_upcall_keys(lines) == ["recirc_id(0),in_port(1)", "recirc_id(0),in_port(2)"]
+    assert miss_upcall_keys([]) == []
+    assert miss_upcall_keys(["no upcall here", "x"]) == []
+
+
+def test_tshark_checksum_verdicts() -> None:
+    """Wireshark's checksum.status values (proto_checksum_enum_e) name one verdict
+    each; an unknown value is shown as such, never taken as good or bad."""
+    assert [checksum_verdict(str(n)) for n in range(5)] == [
+        "bad", "good", "unverified", "not present", "illegal"]
+    assert checksum_verdict("7") == "status 7"
+    assert set(CHECKSUM_PREFS) == {"ip.check_checksum", "tcp.check_checksum",
+                                   "udp.check_checksum"}
+    assert disagreements({"IP": "good", "UDP": "none"},
+                         {"IP": ["good"], "UDP": [checksum_verdict("3")]}) == []
+    assert disagreements({"IP": "good"}, {"IP": [checksum_verdict("0")]}) == [
+        "IP.chksum: model says good, tshark says bad"]
+    assert disagreements({"outer.UDP": "stale"}, {"UDP": [checksum_verdict("9")]}) == [
+        "outer.UDP.chksum: model says stale, tshark says status 9"]
+    assert list(FIELDS) == ["IP", "TCP", "UDP", "GRE"]

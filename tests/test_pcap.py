@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness.pcap import MAX_RECORD_LEN, PcapError, PcapReader, read_all, write_pcap
+import harness.pcap
+from harness.pcap import (MAX_RECORD_LEN, PcapError, PcapReader, main, pcap_bytes as to_bytes,
+                         read_all, write_pcap)
 
 FRAMES = [
     bytes(range(60)),
@@ -182,3 +186,42 @@ def test_closed_reader(tmp_path: Path) -> None:
         assert reader.read_new() == FRAMES[:1]
     with pytest.raises(ValueError, match="closed"):
         reader.read_new()
+
+
+def test_pcap_bytes_is_what_write_pcap_writes(tmp_path: Path) -> None:
+    """The bytes-producing writer and the file writer give the same file."""
+    path = tmp_path / "w.pcap"
+    write_pcap(path, FRAMES)
+    assert to_bytes(FRAMES) == path.read_bytes()
+    assert len(to_bytes([])) == 24
+    with pytest.raises(PcapError, match=r"^big\.pcap: frame 1 has"):
+        to_bytes([b"", b"\0" * (MAX_RECORD_LEN + 1)], "big.pcap")
+
+
+def test_main_prints_one_hex_line_per_complete_frame(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() lists the complete records as hex, leaving out a partial last one."""
+    path = tmp_path / "m.pcap"
+    path.write_bytes(pcap_bytes(FRAMES[:2]) + pcap_bytes([b"\x01\x02\x03"])[24:-1])
+    assert main([str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [FRAMES[0].hex(), FRAMES[1].hex()]
+    assert main([str(tmp_path / "missing.pcap")]) == 0
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("data,message", [
+    (b"\x00" * 24, "bad magic 0x00000000 (not a pcap file)"),
+    (pcap_bytes([], link_type=101), "unsupported link type 101"),
+])
+def test_main_reports_a_malformed_file_in_one_line(tmp_path: Path, data: bytes,
+                                                   message: str) -> None:
+    """Run alone, as the reproducer scripts run it: a malformed file gives exit
+    status 1 and exactly one line on stderr that names the file and the fault."""
+    path = tmp_path / "bad.pcap"
+    path.write_bytes(data)
+    proc = subprocess.run([sys.executable, "-I", harness.pcap.__file__, str(path)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"pcap: {path}: {message}")

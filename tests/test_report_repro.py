@@ -7,12 +7,12 @@ import importlib.util
 import os
 import re
 import shutil
-import struct
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from harness.pcap import pcap_bytes
 from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.repro import captured_ports, expected_frames, find_rundir, replayed_commands, reproducer
 
@@ -82,11 +82,7 @@ def bash_syntax_ok(script: str) -> bool:
 
 
 def _pcap(frames_hex: list[str]) -> bytes:
-    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for frame in frames_hex:
-        raw = bytes.fromhex(frame)
-        data += struct.pack("<IIII", 0, 0, len(raw), len(raw)) + raw
-    return data
+    return pcap_bytes(bytes.fromhex(frame) for frame in frames_hex)
 
 
 STUB = r'''#!/bin/sh

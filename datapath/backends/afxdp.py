@@ -41,7 +41,7 @@ from datapath.backends.netns import KernelSide, Netns, link_mac
 from datapath.offloads import RxFlags
 from harness.control import check
 from harness.install import OvsInstall, program_files
-from harness.sandbox import Sandbox
+from harness.sandbox import Sandbox, SandboxOptions
 
 NAME = "afxdp"
 MODES = ("native-with-zerocopy", "native", "generic", "best-effort")
@@ -139,7 +139,7 @@ def mounted_bpffs() -> list[str]:
         return [line.split()[1] for line in f if line.split()[2:3] == ["bpf"]]
 
 
-def sandbox_options(switch_ns: Netns, bpffs: Bpffs | None) -> dict[str, object]:
+def sandbox_options(switch_ns: Netns, bpffs: Bpffs | None) -> SandboxOptions:
     """Sandbox keyword arguments: the plain ovs-vswitchd in the switch namespace,
     libxdp pointed at the environment's own bpffs."""
     return {"enable_dummy": "", "vswitchd_preexec": switch_ns.preexec(),

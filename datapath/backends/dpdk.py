@@ -20,18 +20,20 @@ the override is applied, when DPDK initialises), but it replaces `tap` and
 from __future__ import annotations
 
 import itertools
-import struct
 from pathlib import Path
 
 from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort,
                                       interface_status, tx_from_status)
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model import csum
+from datapath.model.packet import (ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
+                                   IPV4_MIN_HEADER, IPV6_HEADER, L4_CSUM_OFS, PROTO_TCP,
+                                   PROTO_UDP, ether_type, ipv4_header, ipv6_header)
 from datapath.offloads import CsumState, RxFlags
 from harness.control import check
 from harness.install import OvsInstall
 from harness.pcap import PcapError, PcapReader, write_pcap
-from harness.sandbox import Sandbox
+from harness.sandbox import Sandbox, SandboxOptions
 from harness.wait import WaitTimeout, wait_until
 
 NAME = "dpdk"
@@ -58,7 +60,7 @@ VSCTL_TIMEOUT = 60.0
 _vdev_ids = itertools.count()
 
 
-def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> dict[str, object]:
+def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> SandboxOptions:
     if install.vswitchd_dpdk is None:
         raise RuntimeError("no DPDK-enabled ovs-vswitchd")
     return {
@@ -96,43 +98,35 @@ def net_tap_rx_flags(frame: bytes) -> RxFlags:
     IPv4 header good/bad; TCP/UDP over IPv4 without options or over IPv6
     without extension headers good/bad; nothing for anything else, nor for a
     header that claims more bytes than the frame has."""
-    ofs = 12
-    eth_type = struct.unpack_from("!H", frame, ofs)[0] if len(frame) >= 14 else 0
-    while eth_type in (0x8100, 0x88A8) and len(frame) >= ofs + 6:
-        ofs += 4
-        eth_type = struct.unpack_from("!H", frame, ofs)[0]
-    l3 = ofs + 2
+    eth_type, l3 = ether_type(frame, tpids=(ETH_TYPE_VLAN, ETH_TYPE_QINQ), max_tags=None)
     ip = CsumState.UNKNOWN
-    if eth_type == 0x0800:
-        if len(frame) < l3 + 20:
+    if eth_type == ETH_TYPE_IPV4:
+        if len(frame) < l3 + IPV4_MIN_HEADER:
             return RxFlags()
-        ihl = (frame[l3] & 0x0F) * 4
-        total = struct.unpack_from("!H", frame, l3 + 2)[0]
-        if ihl < 20 or l3 + ihl > len(frame) or l3 + total > len(frame):
+        v4 = ipv4_header(frame, l3)
+        ihl, proto = v4.ihl, v4.proto
+        if ihl < IPV4_MIN_HEADER or l3 + ihl > len(frame) or l3 + v4.total_len > len(frame):
             return RxFlags()
         ip = CsumState.GOOD if csum.checksum(frame[l3:l3 + ihl]) == 0 else CsumState.BAD
-        proto = frame[l3 + 9]
-        frag = struct.unpack_from("!H", frame, l3 + 6)[0] & 0x3FFF
-        if ihl != 20 or frag or proto not in (6, 17):
+        if ihl != IPV4_MIN_HEADER or v4.frag & 0x3FFF or proto not in (PROTO_TCP, PROTO_UDP):
             return RxFlags(ip=ip)
-        start, end = l3 + ihl, l3 + total
-        pseudo = csum.pseudo_header_v4(frame[l3 + 12:l3 + 16], frame[l3 + 16:l3 + 20], proto,
-                                       end - start)
-    elif eth_type == 0x86DD:
-        if len(frame) < l3 + 40:
+        start, end = l3 + ihl, l3 + v4.total_len
+        pseudo = csum.pseudo_header_v4(v4.src, v4.dst, proto, end - start)
+    elif eth_type == ETH_TYPE_IPV6:
+        if len(frame) < l3 + IPV6_HEADER:
             return RxFlags()
-        plen = struct.unpack_from("!H", frame, l3 + 4)[0]
-        proto = frame[l3 + 6]
-        if l3 + 40 + plen > len(frame) or proto not in (6, 17):
+        v6 = ipv6_header(frame, l3)
+        plen, proto = v6.payload_len, v6.next_header
+        if l3 + IPV6_HEADER + plen > len(frame) or proto not in (PROTO_TCP, PROTO_UDP):
             return RxFlags()
-        start, end = l3 + 40, l3 + 40 + plen
-        pseudo = csum.pseudo_header_v6(frame[l3 + 8:l3 + 24], frame[l3 + 24:l3 + 40], proto,
-                                       plen)
+        start, end = l3 + IPV6_HEADER, l3 + IPV6_HEADER + plen
+        pseudo = csum.pseudo_header_v6(v6.src, v6.dst, proto, plen)
     else:
         return RxFlags()
-    if end - start < (20 if proto == 6 else 8):
+    if end - start < (20 if proto == PROTO_TCP else 8):
         return RxFlags(ip=ip)
-    if proto == 17 and eth_type == 0x0800 and frame[start + 6:start + 8] == b"\0\0":
+    csum_ofs = start + L4_CSUM_OFS[PROTO_UDP]
+    if proto == PROTO_UDP and eth_type == ETH_TYPE_IPV4 and frame[csum_ofs:csum_ofs + 2] == b"\0\0":
         return RxFlags(ip=ip, l4=CsumState.GOOD)  # no UDP checksum over IPv4
     ok = csum.ones_sum(frame[start:end], pseudo) == 0xFFFF
     return RxFlags(ip=ip, l4=CsumState.GOOD if ok else CsumState.BAD)
@@ -180,7 +174,7 @@ class DpdkPcapPort(KernelPort):
     RXQ_DESC = ("2048", "1024")
 
     def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int) -> None:
-        super().__init__(sb, bridge, name, ofport, peer=None)  # type: ignore[arg-type]
+        super().__init__(sb, bridge, name, ofport, peer=None)
         self.dir = Path(sb.rundir) / f"{name}-pcap"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rx_file, self.tx_file = self.dir / "rx.pcap", self.dir / "tx.pcap"

@@ -51,16 +51,17 @@ class RealEnv:
                 opts = afxdp.sandbox_options(self.switch_ns, self.bpffs)
             else:
                 opts = dpdk.sandbox_options(install, self.switch_ns, tso)
+            options: dict[str, Any] = {**opts}  # the backend's, then sandbox_extra's
             for key, value in (sandbox_extra or {}).items():
                 if key == "other_config":  # a key set to None is left out
-                    merged = {**opts.get(key, {}), **value}  # type: ignore[dict-item]
-                    opts[key] = {k: v for k, v in merged.items() if v is not None}
+                    merged = {**(opts.get("other_config") or {}), **value}
+                    options[key] = {k: v for k, v in merged.items() if v is not None}
                 else:
-                    opts[key] = value
-            self.sb = Sandbox(install, rundir, transcript, **opts)  # type: ignore[arg-type]
+                    options[key] = value
+            self.sb = Sandbox(install, rundir, transcript, **options)
             try:
                 self.sb.start()
-                other: dict[str, str] = opts.get("other_config") or {}  # type: ignore[assignment]
+                other: dict[str, str] = options.get("other_config") or {}
                 if backend == "dpdk" and other.get("dpdk-init") == "true":
                     dpdk.wait_initialized(self.sb)
             except BaseException:

@@ -84,7 +84,8 @@ class KernelPort:
     # One sentence: the rx checksum flags this port kind can produce, and why no others.
     RX_LIMITS = ""
 
-    def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int, peer: Netns) -> None:
+    def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int,
+                 peer: Netns | None) -> None:
         self.sb = sb
         self.bridge = bridge
         self.name = name

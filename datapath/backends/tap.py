@@ -24,7 +24,7 @@ from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, datapath_rx_
 from datapath.backends.netns import (KernelSide, Netns, ethtool_features, l4_offsets, link_mac)
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
-from harness.sandbox import Sandbox
+from harness.sandbox import Sandbox, SandboxOptions
 
 NAME = "tap"
 
@@ -34,7 +34,7 @@ class OffloadMismatch(AssertionError):
 LOG_ALLOW = MOVED_DEVICE_LOG
 
 
-def sandbox_options(switch_ns: Netns, tso: bool) -> dict[str, object]:
+def sandbox_options(switch_ns: Netns, tso: bool) -> SandboxOptions:
     """Sandbox keyword arguments: plain --enable-dummy (=override would turn
     `tap` and `system` ports into dummies), vswitchd inside the switch
     namespace, userspace TSO as asked (OVS reads it at start only)."""

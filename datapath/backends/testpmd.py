@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pexpect
 
@@ -118,7 +118,7 @@ class TestPmd:
 
     __test__ = False
 
-    def __init__(self, eal_args: list[str], app_args: list[str] = (), *,  # type: ignore[assignment]
+    def __init__(self, eal_args: list[str], app_args: Sequence[str] = (), *,
                  binary: str = "dpdk-testpmd", timeout: float = DEFAULT_TIMEOUT,
                  start_timeout: float = START_TIMEOUT, log: Path | None = None,
                  cwd: Path | None = None,

@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass, field
 
 from datapath.model import csum
-from datapath.model.packet import PROTO_GRE, PROTO_UDP, Packet, parse_layer
+from datapath.model.packet import PROTO_GRE, PROTO_UDP, Packet, ipv4_header, parse_layer
 from datapath.model.tnl_headers import ETH_TYPE_ERSPAN1, ETH_TYPE_ERSPAN2, ETH_TYPE_TEB
 from datapath.model.tnl_headers import VXLAN_PORT
 from datapath.offloads import CsumState, RxFlags
@@ -39,7 +39,7 @@ def pop(frame: bytes, rx: RxFlags) -> Popped:
     """The inner frame that comes out of the tunnel port, or a drop and why."""
     out = Popped(None)
     lay = parse_layer(frame)
-    if lay.l3 is None or lay.proto not in (PROTO_UDP, PROTO_GRE):
+    if lay.l3 is None or lay.payload is None or lay.proto not in (PROTO_UDP, PROTO_GRE):
         raise ValueError("not an IP/UDP or IP/GRE tunnel frame")
 
     def drop(reason: str, *counters: str) -> Popped:
@@ -50,7 +50,7 @@ def pop(frame: bytes, rx: RxFlags) -> Popped:
         return out
 
     if lay.ipv == 4:
-        ihl = (frame[lay.l3] & 0x0F) * 4
+        ihl = ipv4_header(frame, lay.l3).ihl
         if rx.ip is CsumState.UNKNOWN:
             out.counters["native_tnl_l3csum_checked"] += 1
             if csum.checksum(frame[lay.l3:lay.l3 + ihl]) != 0:
@@ -59,10 +59,10 @@ def pop(frame: bytes, rx: RxFlags) -> Popped:
             return drop("rx port flagged the outer IP checksum bad", "native_tnl_l3csum_err")
         else:
             out.notes.append(f"outer IPv4 checksum trusted (rx flag {rx.ip.value})")
-    l4 = lay.l3 + ((frame[lay.l3] & 0x0F) * 4 if lay.ipv == 4 else 40)
+    l4 = lay.payload
     if lay.proto == PROTO_UDP:
         lay.l4 = l4
-        udp_csum = struct.unpack_from("!H", frame, l4 + 6)[0]
+        udp_csum = struct.unpack_from("!H", frame, lay.l4_csum_ofs)[0]
         if udp_csum:
             if rx.l4 is CsumState.UNKNOWN:
                 out.counters["native_tnl_l4csum_checked"] += 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from datapath.model import csum
 from datapath.model.bugs import OvsBug
@@ -22,12 +22,67 @@ from datapath.offloads import CsumState
 ETH_TYPE_IPV4 = 0x0800
 ETH_TYPE_IPV6 = 0x86DD
 ETH_TYPE_VLAN = 0x8100
+ETH_TYPE_QINQ = 0x88A8  # IEEE 802.1ad service tag
 PROTO_TCP = 6
 PROTO_UDP = 17
 PROTO_GRE = 47
 IPV6_FRAGMENT, IPV6_AH = 44, 51
 # Hop-by-hop, routing, fragment, destination options, AH (RFC 8200 §4, RFC 4302).
 IPV6_EXT_HEADERS = (0, 43, IPV6_FRAGMENT, 60, IPV6_AH)
+IPV4_MIN_HEADER, IPV6_HEADER = 20, 40
+IPV4_CSUM = 10  # offset of the header checksum in an IPv4 header (RFC 791 §3.1)
+# Offset of the checksum in a TCP (RFC 9293 §3.1), UDP (RFC 768) or GRE header
+# with its C bit set (RFC 2784 §2.1).
+L4_CSUM_OFS = {PROTO_TCP: 16, PROTO_UDP: 6, PROTO_GRE: 4}
+
+
+class IPv4Header(NamedTuple):
+    """The fields of an IPv4 header (RFC 791 §3.1) the model reads."""
+
+    ihl: int  # header length in bytes (IHL x 4), options included
+    total_len: int
+    frag: int  # flags (3 bits) and fragment offset (13 bits)
+    proto: int
+    src: bytes
+    dst: bytes
+
+
+class IPv6Header(NamedTuple):
+    """The fields of an IPv6 fixed header (RFC 8200 §3) the model reads."""
+
+    payload_len: int
+    next_header: int
+    src: bytes
+    dst: bytes
+
+
+def ipv4_header(data: bytes | bytearray, l3: int) -> IPv4Header:
+    """The IPv4 header at `l3` (at least 20 bytes must be there)."""
+    frag = struct.unpack_from("!H", data, l3 + 6)[0]
+    return IPv4Header((data[l3] & 0x0F) * 4, struct.unpack_from("!H", data, l3 + 2)[0], frag,
+                      data[l3 + 9], bytes(data[l3 + 12:l3 + 16]), bytes(data[l3 + 16:l3 + 20]))
+
+
+def ipv6_header(data: bytes | bytearray, l3: int) -> IPv6Header:
+    """The IPv6 fixed header at `l3` (at least 40 bytes must be there)."""
+    return IPv6Header(struct.unpack_from("!H", data, l3 + 4)[0], data[l3 + 6],
+                      bytes(data[l3 + 8:l3 + 24]), bytes(data[l3 + 24:l3 + 40]))
+
+
+def ether_type(data: bytes | bytearray, eth: int = 0, tpids: tuple[int, ...] = (ETH_TYPE_VLAN,),
+               max_tags: int | None = 1) -> tuple[int, int]:
+    """(EtherType, offset of the L3 header) of the Ethernet frame at `eth`, after
+    up to `max_tags` (None: any number of) IEEE 802.1Q tags whose TPID is in
+    `tpids`; EtherType 0 for a frame shorter than an Ethernet header."""
+    if len(data) < eth + 14:
+        return 0, eth + 14
+    ofs = eth + 12
+    eth_type = struct.unpack_from("!H", data, ofs)[0]
+    tags = 0
+    while eth_type in tpids and len(data) >= ofs + 6 and (max_tags is None or tags < max_tags):
+        ofs, tags = ofs + 4, tags + 1
+        eth_type = struct.unpack_from("!H", data, ofs)[0]
+    return int(eth_type), ofs + 2
 
 
 @dataclass
@@ -38,6 +93,9 @@ class Layer:
     ipv: int = 0  # 4, 6, or 0 when OVS would not parse an IP header
     l4: int | None = None  # offset of a complete TCP/UDP header
     proto: int | None = None
+    # Offset of the upper-layer header (`proto`, after any IPv6 extension
+    # headers), complete or not; None where there is none (a later fragment).
+    payload: int | None = None
     l3_size: int = 0  # bytes from l3 to the end of the IP packet (no L2 padding)
     ip_csum: CsumState = CsumState.UNKNOWN
     l4_csum: CsumState = CsumState.UNKNOWN
@@ -47,7 +105,8 @@ class Layer:
 
     def shifted(self, by: int) -> "Layer":
         return replace(self, l3=None if self.l3 is None else self.l3 + by,
-                       l4=None if self.l4 is None else self.l4 + by)
+                       l4=None if self.l4 is None else self.l4 + by,
+                       payload=None if self.payload is None else self.payload + by)
 
     @property
     def l4_name(self) -> str:
@@ -61,39 +120,32 @@ class Layer:
     @property
     def l4_csum_ofs(self) -> int:
         assert self.l4 is not None
-        return self.l4 + (16 if self.proto == PROTO_TCP else 6)
+        return self.l4 + L4_CSUM_OFS[PROTO_TCP if self.proto == PROTO_TCP else PROTO_UDP]
 
 
 def parse_layer(data: bytes | bytearray, eth: int = 0) -> Layer:
     """The IP layer of the Ethernet frame starting at `eth`, as OVS would see it."""
     layer = Layer()
-    if len(data) < eth + 14:
-        return layer
-    ofs = eth + 12
-    eth_type = struct.unpack_from("!H", data, ofs)[0]
-    if eth_type == ETH_TYPE_VLAN and len(data) >= ofs + 6:
-        ofs += 4
-        eth_type = struct.unpack_from("!H", data, ofs)[0]
-    l3 = ofs + 2
+    eth_type, l3 = ether_type(data, eth)
     size = len(data) - l3
-    if eth_type == ETH_TYPE_IPV4 and size >= 20:
-        ihl = (data[l3] & 0x0F) * 4
-        tot_len = struct.unpack_from("!H", data, l3 + 2)[0]
-        if ihl < 20 or size < ihl or tot_len > size or ihl > tot_len:
+    if eth_type == ETH_TYPE_IPV4 and size >= IPV4_MIN_HEADER:
+        v4 = ipv4_header(data, l3)
+        ihl, tot_len = v4.ihl, v4.total_len
+        if ihl < IPV4_MIN_HEADER or size < ihl or tot_len > size or ihl > tot_len:
             return layer  # not an IPv4 header (RFC 1812 §5.2.2)
         layer.l3, layer.ipv, layer.l3_size = l3, 4, tot_len
-        frag = struct.unpack_from("!H", data, l3 + 6)[0]
-        if frag & 0x1FFF:
+        if v4.frag & 0x1FFF:
             return layer  # a later fragment has no L4 header
-        layer.fragment = bool(frag & 0x2000)  # MF: the first of several
-        _set_l4(layer, data[l3 + 9], l3 + ihl, tot_len - ihl)
-    elif eth_type == ETH_TYPE_IPV6 and size >= 40:
-        plen = struct.unpack_from("!H", data, l3 + 4)[0]
-        if plen + 40 > size:
+        layer.fragment = bool(v4.frag & 0x2000)  # MF: the first of several
+        _set_l4(layer, v4.proto, l3 + ihl, tot_len - ihl)
+    elif eth_type == ETH_TYPE_IPV6 and size >= IPV6_HEADER:
+        v6 = ipv6_header(data, l3)
+        plen = v6.payload_len
+        if plen + IPV6_HEADER > size:
             return layer
-        layer.l3, layer.ipv, layer.l3_size = l3, 6, plen + 40
-        end = l3 + 40 + plen
-        nh, ofs = data[l3 + 6], l3 + 40
+        layer.l3, layer.ipv, layer.l3_size = l3, 6, plen + IPV6_HEADER
+        end = l3 + IPV6_HEADER + plen
+        nh, ofs = v6.next_header, l3 + IPV6_HEADER
         while nh in IPV6_EXT_HEADERS and ofs + 8 <= end:
             if nh == IPV6_FRAGMENT:
                 offset_mf = struct.unpack_from("!H", data, ofs + 2)[0]
@@ -113,7 +165,7 @@ def parse_layer(data: bytes | bytearray, eth: int = 0) -> Layer:
 
 
 def _set_l4(layer: Layer, proto: int, l4: int, l4_size: int) -> None:
-    layer.proto = proto
+    layer.proto, layer.payload = proto, l4
     if (proto == PROTO_TCP and l4_size >= 20) or (proto == PROTO_UDP and l4_size >= 8):
         layer.l4 = l4
 
@@ -186,7 +238,7 @@ class Packet:
             lay.ip_csum = CsumState.PARTIAL
             self.notes.append("IP checksum state valid -> partial (bytes left stale)")
         else:
-            ofs = lay.l3 + 10
+            ofs = lay.l3 + IPV4_CSUM
             self.put16(ofs, csum.incremental(self.u16(ofs), old, new))
             self.notes.append(f"IP checksum {lay.ip_csum.value}: updated incrementally")
 
@@ -218,14 +270,13 @@ class Packet:
         """RFC 768 / 9293 §3.1 (IPv4) and RFC 8200 §8.1 (IPv6: the upper-layer
         protocol and length, whatever extension headers come before)."""
         assert lay.l3 is not None
-        d, l3 = bytes(self.data), lay.l3
         proto = lay.proto or 0 if proto is None else proto
         length = lay.l4_size if length is None else length
         if lay.ipv == 4:
-            return csum.pseudo_header_v4(d[l3 + 12:l3 + 16], d[l3 + 16:l3 + 20],
-                                         proto, length)
-        return csum.pseudo_header_v6(d[l3 + 8:l3 + 24], d[l3 + 24:l3 + 40],
-                                     proto, length)
+            v4 = ipv4_header(self.data, lay.l3)
+            return csum.pseudo_header_v4(v4.src, v4.dst, proto, length)
+        v6 = ipv6_header(self.data, lay.l3)
+        return csum.pseudo_header_v6(v6.src, v6.dst, proto, length)
 
     def l4_sum(self, lay: Layer, pseudo_proto: int | None = None,
                pseudo_len: int | None = None) -> int:
@@ -238,10 +289,11 @@ class Packet:
         """Make an IPv4 header checksum right (RFC 791 §3.1, RFC 1071): the sum over
         the whole header, options included, with the field taken as zero."""
         assert lay.l3 is not None
-        ihl = (self.data[lay.l3] & 0x0F) * 4
-        if lay.ipv == 4 and 20 <= ihl <= lay.l3_size:
-            self.put16(lay.l3 + 10, 0)
-            self.put16(lay.l3 + 10, csum.checksum(bytes(self.data[lay.l3:lay.l3 + ihl])))
+        ihl = (self.data[lay.l3] & 0x0F) * 4  # IHL x 4 (RFC 791 §3.1)
+        if lay.ipv == 4 and IPV4_MIN_HEADER <= ihl <= lay.l3_size:
+            self.put16(lay.l3 + IPV4_CSUM, 0)
+            self.put16(lay.l3 + IPV4_CSUM,
+                       csum.checksum(bytes(self.data[lay.l3:lay.l3 + ihl])))
             if where:
                 self.notes.append(f"{where} IP checksum completed")
         lay.ip_csum = CsumState.GOOD
@@ -276,7 +328,7 @@ class Packet:
             # wrong as the inner checksums a driver still has to finish.
             pending = lay is self.outer and inner_stale
             if lay.ipv == 4 and lay.l3 is not None:
-                ihl = (self.data[lay.l3] & 0x0F) * 4
+                ihl = ipv4_header(self.data, lay.l3).ihl
                 ok = csum.checksum(bytes(self.data[lay.l3:lay.l3 + ihl])) == 0
                 out[prefix + "IP"] = "good" if ok else (
                     "stale" if lay.ip_csum is CsumState.PARTIAL else "bad")
