@@ -12,16 +12,14 @@ naming it; `test_regression` replays every saved scenario as an id of its own.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 from datapath.model.actions import PushTunnel, output
 from datapath.offloads import TxOffloads
-from fixtures.explore import (Scenario, build_frame, counter, load_regressions, rewrites,
-                              rx_flags, save_regression, scenario_id, scenarios)
+from fixtures.explore import (Scenario, build_frame, explore, load_regressions, rewrites,
+                              rx_flags, scenarios)
 from reports.plugin import record_for
 from fixtures.frames import encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY, spec
-from harness.compare import frame_summary
 
 
 def corrupted(frame: bytes, what: str) -> bytes:
@@ -71,35 +69,8 @@ def _fresh(record) -> None:  # type: ignore[no-untyped-def]
 def test_explore(tunnel_bench, request: pytest.FixtureRequest) -> None:
     """Verifies, for each drawn scenario, every frame and field against the model
     on both paths; a deviation becomes a saved regression and fails the case."""
-    last: list[tuple[Scenario, str]] = []
-
-    @settings(max_examples=request.config.getoption("explore"), derandomize=True,
-              deadline=None, database=None, print_blob=False,
-              phases=[Phase.explicit, Phase.generate, Phase.shrink],
-              suppress_health_check=list(HealthCheck))
-    @given(scenarios())
-    def check(scenario: Scenario) -> None:
-        tally("examples")
-        try:
-            run(tunnel_bench, scenario)
-            tally("as_the_model_says")
-        except pytest.xfail.Exception:
-            tally("known_bug")  # a known OVS bug, exactly as known
-        except pytest.skip.Exception:
-            tally("not_expressible")  # this build cannot express the scenario
-        except AssertionError as exc:
-            last.append((scenario, str(exc)))
-            raise
-    tally = counter(record_for(request.node))
-    try:
-        check()
-    except AssertionError:
-        scenario, why = last[-1]
-        new = save_regression(scenario, why)
-        raise AssertionError(
-            f"exploration found a deviation; minimal scenario {scenario_id(scenario)} "
-            f"{'saved to' if new else 'already in'} cases/regressions.json "
-            f"(frame {frame_summary(build_frame(scenario['frame']))}):\n{why}") from None
+    explore(scenarios(), lambda scenario: run(tunnel_bench, scenario),
+            request.config.getoption("explore"), record_for(request.node))
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])

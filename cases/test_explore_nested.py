@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 from datapath import model
 from datapath.backends.base import BackendError
@@ -31,10 +30,8 @@ from datapath.model.actions import PushTunnel, ofctl_actions, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import TxOffloads
 from datapath.paths import CACHE_MODES, both_paths, mode_for
-from fixtures.explore import (Scenario, build_frame, counter, load_regressions,
-                              nested_scenarios, rewrites, rx_flags, save_regression,
-                              scenario_id)
-from harness.compare import frame_summary
+from fixtures.explore import (Scenario, build_frame, explore, load_regressions,
+                              nested_scenarios, rewrites, rx_flags, scenario_id)
 from harness.control import Transcript, check
 from harness.install import OvsInstall
 from harness.logscan import scan_lines
@@ -228,35 +225,8 @@ def test_explore_nested(nested: Benches, request: pytest.FixtureRequest) -> None
     """Verifies, for each drawn scenario, every frame and field of the nested
     encapsulation (or the drop check_pkt_len asks for) against the model on both
     paths; a deviation becomes a saved regression and fails the case."""
-    last: list[tuple[Scenario, str]] = []
-
-    @settings(max_examples=max(1, request.config.getoption("explore") // 3), derandomize=True,
-              deadline=None, database=None, print_blob=False,
-              phases=[Phase.explicit, Phase.generate, Phase.shrink],
-              suppress_health_check=list(HealthCheck))
-    @given(nested_scenarios())
-    def check_one(scenario: Scenario) -> None:
-        tally("examples")
-        try:
-            run(nested, scenario)
-            tally("as_the_model_says")
-        except pytest.xfail.Exception:
-            tally("known_bug")  # a known OVS bug, exactly as known
-        except pytest.skip.Exception:
-            tally("not_expressible")  # this build cannot express the scenario
-        except AssertionError as exc:
-            last.append((scenario, str(exc)))
-            raise
-    tally = counter(nested.record)
-    try:
-        check_one()
-    except AssertionError:
-        scenario, why = last[-1]
-        new = save_regression(scenario, why)
-        raise AssertionError(
-            f"exploration found a deviation; minimal scenario {scenario_id(scenario)} "
-            f"{'saved to' if new else 'already in'} cases/regressions.json "
-            f"(frame {frame_summary(build_frame(scenario['frame']))}):\n{why}") from None
+    explore(nested_scenarios(), lambda scenario: run(nested, scenario),
+            max(1, request.config.getoption("explore") // 3), nested.record)
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])

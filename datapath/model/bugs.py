@@ -77,7 +77,8 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
 TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     "tso-empty-tunnel-csum",
     "the outer UDP checksum of a VXLAN/Geneve packet that carries a TSO segment size "
-    "but no TCP payload is wrong by the segment size (twice that over inner IPv6): OVS "
+    "but no TCP payload (also where the inner header is another tunnel's UDP, read as "
+    "TCP) is wrong by the segment size (twice that over inner IPv6): OVS "
     "adjusts the lengths under it as if the packet would be cut into segments of that "
     "size (RFC 768: the checksum covers the datagram as sent); receivers that check "
     "it drop the packet",
@@ -210,12 +211,21 @@ def _tso_tunnel_shortcut(pkt: "Packet", tx: "TxOffloads | None") -> int | None:
     from datapath.model import gso
     from datapath.model.packet import PROTO_TCP
     from datapath.offloads import CsumState
+    from datapath.model.packet import PROTO_UDP
     inn, out = pkt.inner, pkt.outer
-    if (pkt.tunnel in ("vxlan", "geneve") and inn is not None and pkt.tso_segsz
+    if not (pkt.tunnel in ("vxlan", "geneve") and inn is not None and pkt.tso_segsz
             and (tx is None or "out_udp" not in tx.netdev_flags())
-            and out.l4_csum is CsumState.PARTIAL and inn.proto == PROTO_TCP
-            and inn.l4 is not None and inn.l4_csum.valid):
+            and out.l4_csum is CsumState.PARTIAL and inn.l4 is not None and inn.l4_csum.valid):
+        return None
+    if inn.proto == PROTO_TCP:
         return gso.payload_bounds(pkt)[1]
+    if inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) != 0:
+        # A tunnel inside this one (its UDP header is the inner L4): OVS still
+        # reads the inner TCP payload length (dp_packet_get_inner_tcp_payload
+        # _length()), taking the UDP header and what follows as a TCP header.
+        size = len(pkt.data) - inn.l4
+        header = (pkt.data[inn.l4 + 12] >> 4) * 4 if size >= 20 else 0
+        return size - header if 20 <= header <= size else 0
     return None
 
 
