@@ -182,14 +182,57 @@ def run_sealed(argv: list[str], env: dict[str, str]) -> int:
             continue
 
 
+TERM_GRACE = 60.0  # seconds a terminated run has to clean up before it is killed
+
+
 def exec_sealed(argv: list[str], env: dict[str, str]) -> int:
-    """Become the command.  With exec, the process the user interrupts or kills
-    is unshare itself: it ignores SIGINT while pytest cleans up, and if it is
-    killed outright --kill-child takes the whole namespace down with it."""
+    """Run the sealed command and pass its exit status on.
+
+    Ctrl-C reaches the whole foreground process group, pytest included, and we
+    wait while it cleans up.  A SIGTERM sent to the launcher alone (a CI job's
+    timeout, `kill PID`) would stop at unshare, which ignores it: it is passed
+    on to the sealed run's first process, pytest, which stops as on Ctrl-C
+    (fixtures/lifecycle.py), and after TERM_GRACE seconds the seal is killed
+    outright.  If the launcher itself is
+    killed, unshare gets SIGKILL and --kill-child takes the whole namespace
+    down with it."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execvpe(argv[0], argv, env)
-    return 127  # not reached
+    proc = subprocess.Popen(argv, env=env, preexec_fn=_die_with_parent, close_fds=False)
+
+    def terminate(signum: int, frame: object) -> None:
+        for pid in _children(proc.pid):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.alarm(int(TERM_GRACE))  # the main loop keeps waiting meanwhile
+
+    def overdue(signum: int, frame: object) -> None:
+        print(f"ovstest: the run did not stop within {TERM_GRACE:.0f} s of SIGTERM; "
+              "killing it", file=sys.stderr)
+        proc.kill()
+
+    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGALRM, overdue)
+    while True:
+        try:
+            code = proc.wait()
+            return code if code >= 0 else 128 - code
+        except KeyboardInterrupt:
+            continue
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of a process (unshare's is the sealed run's PID 1)."""
+    found: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return found
 
 
 def note_runtime(root: Path, verbose: bool) -> None:

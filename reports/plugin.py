@@ -48,7 +48,8 @@ class _State:
     cases: dict[str, CaseRecord] = field(default_factory=dict)
     report_path: str | None = None
     problem: str | None = None
-    unfinished: dict[str, str] = field(default_factory=dict)  # nodeid -> a phase reported
+    # nodeid -> the outcome its call phase reported ("" before that)
+    unfinished: dict[str, str] = field(default_factory=dict)
     links: list[tuple[str, str]] = field(default_factory=list)  # extra index links
     known_bugs: list[dict[str, Any]] = field(default_factory=list)
 
@@ -262,7 +263,11 @@ class _Collector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # A case the run was interrupted in has no teardown report (and no
         # record): remember its last phase, so that results.json still lists it.
-        self.state.unfinished.setdefault(report.nodeid, report.when)
+        self.state.unfinished.setdefault(report.nodeid, "")
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.state.unfinished[report.nodeid] = (
+                "xfailed" if hasattr(report, "wasxfail") and report.skipped
+                else "xpassed" if hasattr(report, "wasxfail") else report.outcome)
         data = getattr(report, REPORT_RECORD_ATTR, None)
         if data is not None:
             delattr(report, REPORT_RECORD_ATTR)  # reports stay in memory; the record lives on here
@@ -289,11 +294,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if _is_worker(config) or _STATE_KEY not in config.stash or config.option.collectonly:
         return
     state = config.stash[_STATE_KEY]
-    for nodeid in state.unfinished:
+    for nodeid, outcome in state.unfinished.items():
         if nodeid not in state.cases:  # interrupted in this case: it did not finish
+            # Its outcome as pytest (and junit.xml) counts it, if its test had
+            # one; interrupted before that, an error.
             state.cases[nodeid] = CaseRecord(
-                nodeid=nodeid, outcome="error",
-                longrepr="the run was interrupted before this case finished")
+                nodeid=nodeid, outcome=outcome or "error",
+                longrepr=("the run was interrupted in this case's teardown" if outcome
+                          else "the run was interrupted before this case finished"))
     info = config.stash.get(RUN_INFO_KEY, None) or {}
     state.known_bugs = known_bug_status(info.get("known_bugs", []), list(state.cases.values()))
     backend = info.get("backend") or str(config.getoption("backend", default="") or "")
