@@ -205,16 +205,19 @@ def check_crashes(pkt: "Packet", tx: "TxOffloads") -> None:
 def _tso_tunnel_shortcut(pkt: "Packet", tx: "TxOffloads | None") -> int | None:
     """The inner TCP payload length where OVS's outer UDP checksum shortcut
     (packets.c packet_udp_tunnel_csum()) meets a TSO segment size: a VXLAN/Geneve
-    packet whose outer UDP checksum the port does not do, with an inner TCP
+    packet whose outer UDP checksum OVS's code computes, with an inner TCP
     checksum in a valid state (a set segment size keeps the packet a tunnel one
-    even with no inner checksum pending); None where it does not."""
+    even with no inner checksum pending); None where it does not.  OVS's code
+    computes it where the port lacks the feature, and also where netdev-dummy
+    has it and does it: netdev-dummy does an offloaded checksum with OVS's own
+    software path (dp_packet_ol_send_prepare()); only `_disabled` leaves it."""
     from datapath.model import gso
     from datapath.model.packet import PROTO_TCP
     from datapath.offloads import CsumState
     from datapath.model.packet import PROTO_UDP
     inn, out = pkt.inner, pkt.outer
     if not (pkt.tunnel in ("vxlan", "geneve") and inn is not None and pkt.tso_segsz
-            and (tx is None or "out_udp" not in tx.netdev_flags())
+            and (tx is None or "out_udp" not in tx.driver_flags())
             and out.l4_csum is CsumState.PARTIAL and inn.l4 is not None and inn.l4_csum.valid):
         return None
     if inn.proto == PROTO_TCP:
