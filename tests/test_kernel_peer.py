@@ -76,3 +76,26 @@ def test_probe_names_the_kernel_feature() -> None:
     for kind, spec in KINDS.items():
         why = missing(kind)
         assert why is None or (spec.feature in why and spec.link_type in why), why
+
+
+def test_link_chatter_is_ipv6_housekeeping_only() -> None:
+    """MLD and neighbour discovery (behind a VLAN tag too, inside a tunnel too)
+    are left out of the wire check; pings and other traffic are not."""
+    from scapy.layers.inet import ICMP, IP
+    from scapy.layers.inet6 import (ICMPv6EchoRequest, ICMPv6MLReport2, ICMPv6ND_NS, IPv6,
+                                    IPv6ExtHdrHopByHop)
+    from scapy.layers.l2 import Dot1Q, Ether
+
+    from fixtures.frames import encapsulate
+    from fixtures.kernel_peer import carries_chatter, link_chatter
+    mld = bytes(Ether() / IPv6(src="::", dst="ff02::16") / IPv6ExtHdrHopByHop()
+                / ICMPv6MLReport2())
+    ns = bytes(Ether() / Dot1Q(vlan=5) / IPv6(dst="ff02::1:ff00:1") / ICMPv6ND_NS(tgt="fe80::1"))
+    echo = bytes(Ether() / IPv6(dst="2001:db8::1") / ICMPv6EchoRequest())
+    ping = bytes(Ether() / IP(dst="10.1.1.1") / ICMP())
+    assert link_chatter(mld) and link_chatter(ns)
+    assert not link_chatter(echo) and not link_chatter(ping)
+    outer = ("1.1.2.88", "1.1.2.92", "aa:66:aa:66:00:00", "aa:66:aa:66:00:01")
+    assert carries_chatter(encapsulate("vxlan", *outer, mld, csum=False))
+    assert not carries_chatter(encapsulate("vxlan", *outer, echo, csum=False))
+    assert not carries_chatter(mld)
