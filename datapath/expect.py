@@ -11,7 +11,7 @@ import pytest
 from datapath.backends.base import Port
 from datapath.model import Expected
 from harness.compare import FrameMismatch
-from harness.sandbox import DaemonDied
+from harness.daemon import DaemonDied
 from harness.tshark import Tshark, disagreements
 from harness.wait import WaitTimeout, wait_until
 from harness.records import Step
