@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reports.upstream import DEFAULT_FILE, find  # noqa: E402  (stdlib only)
+from reports.upstream import DEFAULT_FILE, MAIN_SUITE_FILES, find  # noqa: E402  (stdlib only)
 
 AUTOTEST_PATH = "utilities:vswitchd:ovsdb:vtep:tests:ipsec:"
 
@@ -81,6 +81,8 @@ def discover(results: dict) -> dict[str, FileRun]:
     for case in results["cases"]:
         titles = [t.strip() for t in (case.get("upstream") or "").split(";") if t.strip()]
         file = case.get("upstream_file") or DEFAULT_FILE
+        if file not in MAIN_SUITE_FILES:  # another testsuite (system-*.at)
+            continue
         tests = [find(t, file) for t in titles]
         if not titles or any(t is None for t in tests):
             continue

@@ -100,13 +100,55 @@ _TPP6 = [f"tunnel_push_pop_ipv6 - {t}" for t in (
     "srv6", "ip6gre", "ip6erspan", "action", "local_ip configuration",
     "recirculation after encapsulation", "Mirror over tunnels")]
 
+# system-dpdk.at and system-afxdp.at each come first in their own testsuite
+# (tests/system-dpdk-testsuite.at, system-afxdp-testsuite.at): numbered from 1.
+_SYSTEM_DPDK = ["OVS-DPDK - EAL init",
+    "OVS-DPDK - dpdk-lcore-mask conversion - single",
+    "OVS-DPDK - dpdk-lcore-mask conversion - multi",
+    "OVS-DPDK - dpdk-lcore-mask conversion - non-contig",
+    "OVS-DPDK - dpdk-lcore-mask conversion - zeromask",
+    "OVS-DPDK - add standard DPDK port",
+    "OVS-DPDK - add vhost-user-client port",
+    "OVS-DPDK - ping vhost-user ports",
+    "OVS-DPDK - ping vhost-user-client ports",
+    "OVS-DPDK - Ingress policing create delete phy port",
+    "OVS-DPDK - Ingress policing create delete vport port",
+    "OVS-DPDK - Ingress policing no policing rate",
+    "OVS-DPDK - Ingress policing no policing burst",
+    "OVS-DPDK - QoS create delete phy port",
+    "OVS-DPDK - QoS create delete vport port",
+    "OVS-DPDK - QoS no cir",
+    "OVS-DPDK - QoS no cbs",
+    "OVS-DPDK - MTU increase phy port",
+    "OVS-DPDK - MTU decrease phy port",
+    "OVS-DPDK - MTU increase vport port",
+    "OVS-DPDK - MTU decrease vport port",
+    "OVS-DPDK - MTU upper bound phy port",
+    "OVS-DPDK - MTU lower bound phy port",
+    "OVS-DPDK - MTU upper bound vport port",
+    "OVS-DPDK - MTU lower bound vport port",
+    "OVS-DPDK - user configured mempool",
+    "OVS-DPDK - ovs-appctl dpif/offload/show",
+    "OVS-DPDK - headroom expansion",
+]
+
+_SYSTEM_AFXDP = ["AF_XDP - infinite re-addition of failed ports",
+    "AF_XDP - ping between pmd and non-pmd ports",
+]
+
 # File name -> its tests, in suite order.  Numbers: OVS 4.0.0 `tests/testsuite -l`.
 FILES: dict[str, tuple[UpstreamTest, ...]] = {
     "dpif-netdev.at": _numbered(1093, _DPIF, _DPIF_NEW),
     "pmd.at": _numbered(1141, _PMD),
     "tunnel-push-pop.at": _numbered(830, _TPP),
     "tunnel-push-pop-ipv6.at": _numbered(844, _TPP6),
+    "system-dpdk.at": _numbered(1, _SYSTEM_DPDK, frozenset({"OVS-DPDK - headroom expansion"})),
+    "system-afxdp.at": _numbered(1, _SYSTEM_AFXDP),
 }
+
+# The files of OVS's main testsuite (tests/testsuite); the system-*.at files
+# have testsuites of their own (make check-dpdk, check-afxdp).
+MAIN_SUITE_FILES = ("dpif-netdev.at", "pmd.at", "tunnel-push-pop.at", "tunnel-push-pop-ipv6.at")
 
 # Backward-compatible views of dpif-netdev.at alone.
 SOURCE = f"tests/{DEFAULT_FILE} ({RELEASE})"

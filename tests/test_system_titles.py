@@ -8,42 +8,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from reports.upstream import FILES
+
 ROOT = Path(__file__).resolve().parent.parent
 
-SYSTEM_DPDK = (
-    "OVS-DPDK - EAL init",
-    "OVS-DPDK - dpdk-lcore-mask conversion - single",
-    "OVS-DPDK - dpdk-lcore-mask conversion - multi",
-    "OVS-DPDK - dpdk-lcore-mask conversion - non-contig",
-    "OVS-DPDK - dpdk-lcore-mask conversion - zeromask",
-    "OVS-DPDK - add standard DPDK port",
-    "OVS-DPDK - add vhost-user-client port",
-    "OVS-DPDK - ping vhost-user ports",
-    "OVS-DPDK - ping vhost-user-client ports",
-    "OVS-DPDK - Ingress policing create delete phy port",
-    "OVS-DPDK - Ingress policing create delete vport port",
-    "OVS-DPDK - Ingress policing no policing rate",
-    "OVS-DPDK - Ingress policing no policing burst",
-    "OVS-DPDK - QoS create delete phy port",
-    "OVS-DPDK - QoS create delete vport port",
-    "OVS-DPDK - QoS no cir",
-    "OVS-DPDK - QoS no cbs",
-    "OVS-DPDK - MTU increase phy port",
-    "OVS-DPDK - MTU decrease phy port",
-    "OVS-DPDK - MTU increase vport port",
-    "OVS-DPDK - MTU decrease vport port",
-    "OVS-DPDK - MTU upper bound phy port",
-    "OVS-DPDK - MTU lower bound phy port",
-    "OVS-DPDK - MTU upper bound vport port",
-    "OVS-DPDK - MTU lower bound vport port",
-    "OVS-DPDK - user configured mempool",
-    "OVS-DPDK - ovs-appctl dpif/offload/show",
-    "OVS-DPDK - headroom expansion",
-)
-SYSTEM_AFXDP = (
-    "AF_XDP - infinite re-addition of failed ports",
-    "AF_XDP - ping between pmd and non-pmd ports",
-)
+SYSTEM_DPDK = tuple(t.title for t in FILES["system-dpdk.at"])
+SYSTEM_AFXDP = tuple(t.title for t in FILES["system-afxdp.at"])
 
 
 def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
