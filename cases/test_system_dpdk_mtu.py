@@ -54,22 +54,29 @@ def assert_frames_fit(ovs: OvsDpdk, mtu_value: int) -> None:
                                      f"an MTU {mtu_value} frame ({need} bytes needed)\n{info}")
 
 
+def mtu_change(ovs: OvsDpdk, first: int, then: int) -> None:
+    """The vport MTU sequence: the guest connects with MTU `first` (1500 is OVS's
+    default, not requested), then mtu_request=`then`; after each, upstream's MTU
+    check and the mempool fit."""
+    ovs.allow(VHOST_CLIENT_ALLOW)
+    pmd = vhost_guest(ovs, **({} if first == 1500 else {"mtu_request": first}))
+    for value in (first, then):
+        if value == then:
+            check(ovs.sb.vsctl("set", "Interface", "dpdkvhostuserclient0",
+                               f"mtu_request={then}"))
+        assert mtu(ovs) == f"{value}\n"
+        assert_frames_fit(ovs, value)
+    check(ovs.sb.vsctl("del-port", "br10", "dpdkvhostuserclient0"))
+    pmd.stop()
+
+
 @upstream("OVS-DPDK - MTU increase vport port")
 def test_mtu_increase_vport(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     """Default MTU 1500 with the guest connected, then mtu_request=9000.
 
     Verifies upstream's checks (mtu 1500, then 9000).  Beyond: the port's mempool
     holds an MTU-sized frame in one mbuf at each MTU."""
-    ovs = ovs_dpdk()
-    ovs.allow(VHOST_CLIENT_ALLOW)
-    pmd = vhost_guest(ovs)
-    assert mtu(ovs) == "1500\n"
-    assert_frames_fit(ovs, 1500)
-    check(ovs.sb.vsctl("set", "Interface", "dpdkvhostuserclient0", "mtu_request=9000"))
-    assert mtu(ovs) == "9000\n"
-    assert_frames_fit(ovs, 9000)
-    check(ovs.sb.vsctl("del-port", "br10", "dpdkvhostuserclient0"))
-    pmd.stop()
+    mtu_change(ovs_dpdk(), 1500, 9000)
 
 
 @upstream("OVS-DPDK - MTU decrease vport port")
@@ -78,16 +85,7 @@ def test_mtu_decrease_vport(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
 
     Verifies upstream's checks (mtu 9000, then 2000).  Beyond: the mempool fits
     each MTU."""
-    ovs = ovs_dpdk()
-    ovs.allow(VHOST_CLIENT_ALLOW)
-    pmd = vhost_guest(ovs, mtu_request=9000)
-    assert mtu(ovs) == "9000\n"
-    assert_frames_fit(ovs, 9000)
-    check(ovs.sb.vsctl("set", "Interface", "dpdkvhostuserclient0", "mtu_request=2000"))
-    assert mtu(ovs) == "2000\n"
-    assert_frames_fit(ovs, 2000)
-    check(ovs.sb.vsctl("del-port", "br10", "dpdkvhostuserclient0"))
-    pmd.stop()
+    mtu_change(ovs_dpdk(), 9000, 2000)
 
 
 BOUNDS = [
