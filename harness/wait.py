@@ -36,3 +36,15 @@ def wait_while(predicate: Callable[[], object], timeout: float = 10.0, *,
                what: str = "condition to clear") -> None:
     """OVS_WAIT_WHILE."""
     wait_until(lambda: not predicate(), timeout, what=what)
+
+
+def settled(read: Callable[[], T], want: T, timeout: float = 5.0, *,
+            what: str = "the value to settle") -> T:
+    """OVS_WAIT_UNTIL_EQUAL without its verdict: read() until it equals `want`
+    or the time is up, and return what it reads then, for the caller's own
+    assertion to show."""
+    try:
+        wait_until(lambda: read() == want, timeout, what=what)
+    except WaitTimeout:
+        pass
+    return read()
