@@ -19,13 +19,13 @@ Documentation/topics/dpdk/bridge.rst on EMC and SMC; simple match: NEWS 2.17).
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, fields
 from typing import Callable
 
 import pytest
 
 from harness.control import check
+from harness.pmdstats import parse_pmd_stats, total
 from harness.sandbox import Sandbox
 from harness.wait import WaitTimeout, wait_until
 from harness.records import Step
@@ -35,9 +35,6 @@ CACHE_MODES: dict[str, dict[str, str]] = {
     "smc": {"emc-insert-inv-prob": "0", "smc-enable": "true"},
     "dpcls": {"emc-insert-inv-prob": "0", "smc-enable": "false"},
 }
-_LINES = {"received": "Rx packets", "passes": "Datapath passes", "phwol": "- PHWOL hits",
-          "simple": "- Simple Match hits", "emc": "- EMC hits", "smc": "- SMC hits",
-          "megaflow": "- Megaflow hits", "upcalls": "- Upcalls", "lost": "- Lost upcalls"}
 
 
 def mode_for(nodeid: str) -> str:
@@ -66,11 +63,10 @@ class PathStats:
 
     @classmethod
     def parse(cls, text: str) -> "PathStats":
-        values = dict.fromkeys(_LINES, 0)
-        for name, label in _LINES.items():
-            for m in re.finditer(rf"^\s*{re.escape(label)}:\s+(\d+)", text, re.M):
-                values[name] += int(m.group(1))
-        return cls(**values)
+        threads = parse_pmd_stats(text)
+        return cls(total(threads, "rx"), total(threads, "passes"),
+                   *(total(threads, key) for key in ("phwol", "simple", "emc", "smc",
+                                                     "megaflow", "upcall", "lost_upcall")))
 
     @classmethod
     def read(cls, sb: Sandbox) -> "PathStats":

@@ -9,7 +9,7 @@ datapath's own cycle counters and the CPU every thread used.
     perf/stats.py     medians, spread, the A/B noise band and its flag (pure)
     perf/records.py   samples, points and runs; perf.json and perf.csv (pure)
     perf/sysstat.py   CPU time per thread and per machine, from /proc
-    perf/ovsstats.py  pmd-stats-show and dpctl/show -s, parsed
+    perf/ovsstats.py  pmd-stats-show summed up (cycles/pkt, hit shares), dpctl/show -s
     perf/traffic.py   the flows, their frames and OpenFlow rules; the testpmd generator
     perf/kinds.py     the topologies: how each side wires its two ports
     perf/sides.py     a side: one switch with its ports and generator; parking, the window

@@ -18,9 +18,10 @@ from datapath.backends.vhost import VhostUserClientPort
 from harness.control import Transcript, check
 from harness.install import OvsInstall
 from harness.pcap import write_pcap
+from harness.pmdstats import parse_pmd_stats
 from harness.wait import wait_until
 from perf.kinds import JUMBO_MTU, CoreLayout, Kind
-from perf.ovsstats import counters_delta, parse_dpctl_show, parse_pmd_stats, summarize_threads
+from perf.ovsstats import counters_delta, parse_dpctl_show, summarize_threads
 from perf.records import Sample
 from perf.sides import (GEN_NAMES, SWITCH_NAMES, TAP_NAMES, Side, SideError, Snapshot,
                         Unavailable)

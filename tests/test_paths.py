@@ -60,3 +60,32 @@ def test_kernel_packets_in_the_first_window_judge_the_second_on_its_own() -> Non
                                             "emc")[0]
     assert "went up again" in judge(first, PathStats(received=1, passes=1, upcalls=1),
                                     "emc")[0]
+
+
+STATS = """pmd thread numa_id 0 core_id 1:
+  Iterations:                  120  (0.48 us/it)
+  - Used TSC cycles:        149304  (100.0 % of total cycles)
+  Rx packets:                    3  (0 Kpps, 9433 cycles/pkt)
+  Datapath passes:               4  (1.33 passes/pkt)
+  - PHWOL hits:                  0  (  0.0 %)
+  - Simple Match hits:           0  (  0.0 %)
+  - EMC hits:                    1  ( 25.0 %)
+  - SMC hits:                    0  (  0.0 %)
+  - Megaflow hits:               1  ( 25.0 %, 1.00 subtbl lookups/hit)
+  - Upcalls:                     2  ( 50.0 %, 40.0 us/upcall)
+  - Lost upcalls:                0  (  0.0 %)
+  Tx packets:                    3  (0 Kpps)
+
+main thread:
+  Rx packets:                    2  (0 Kpps)
+  Datapath passes:               2  (1.00 passes/pkt)
+  - Simple Match hits:           1  ( 50.0 %)
+  - Upcalls:                     1  ( 50.0 %, 0.0 us/upcall)
+  - Lost upcalls:                0  (  0.0 %)
+  Tx packets:                    0
+"""
+
+
+def test_counters_summed_over_the_threads() -> None:
+    assert PathStats.parse(STATS) == PathStats(received=5, passes=6, simple=1, emc=1,
+                                               megaflow=1, upcalls=3)

@@ -15,8 +15,8 @@ import pytest
 
 from perf import stats
 from perf.kinds import KINDS, plan_cores
-from perf.ovsstats import (PortCounters, counters_delta, parse_dpctl_show, parse_pmd_stats,
-                           summarize_threads)
+from harness.pmdstats import parse_pmd_stats
+from perf.ovsstats import PortCounters, counters_delta, parse_dpctl_show, summarize_threads
 from perf.records import (CSV_HEAD, Point, Run, Sample, Topology, csv_text, load_run,
                           run_json, write_csv, write_json)
 from perf.sysstat import bpffs_mounted, group_delta, parse_proc_stat, parse_task_stat

@@ -9,7 +9,6 @@ negotiated.  `express()` compares that with what a case asks for.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from datapath.backends.base import BackendError
@@ -17,6 +16,7 @@ from datapath.backends.dummy import parse_ovsdb_map
 from datapath.backends.netns import KernelSide, Netns
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
+from harness.pmdstats import parse_pmd_stats, total
 from harness.sandbox import Sandbox
 
 # OVS logs these when the kernel side of a port was moved into another namespace:
@@ -32,9 +32,7 @@ MOVED_DEVICE_LOG = (
 
 def datapath_rx_packets(sb: Sandbox) -> int:
     """Packets the userspace datapath received on all its threads and ports."""
-    out = check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout
-    # "Rx packets:" since OVS 3.x, "packets received:" before.
-    return sum(int(n) for n in re.findall(r"(?:Rx packets|packets received):\s*(\d+)", out))
+    return total(parse_pmd_stats(check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout), "rx")
 
 
 def interface_status(sb: Sandbox, name: str) -> dict[str, str]:
