@@ -87,7 +87,8 @@ def test_link_chatter_is_ipv6_housekeeping_only() -> None:
     from scapy.layers.l2 import Dot1Q, Ether
 
     from fixtures.frames import encapsulate
-    from fixtures.kernel_peer import carries_chatter, link_chatter
+    from datapath.backends.kernel import link_chatter
+    from fixtures.kernel_peer import carries_chatter
     mld = bytes(Ether() / IPv6(src="::", dst="ff02::16") / IPv6ExtHdrHopByHop()
                 / ICMPv6MLReport2())
     ns = bytes(Ether() / Dot1Q(vlan=5) / IPv6(dst="ff02::1:ff00:1") / ICMPv6ND_NS(tgt="fe80::1"))

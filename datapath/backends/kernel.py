@@ -9,11 +9,13 @@ negotiated.  `express()` compares that with what a case asks for.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from datapath.backends.base import BackendError
 from datapath.backends.dummy import parse_ovsdb_map
 from datapath.backends.netns import KernelSide, Netns
+from datapath.model.packet import parse_layer
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
 from harness.pmdstats import parse_pmd_stats, total
@@ -29,6 +31,23 @@ MOVED_DEVICE_LOG = (
     r"failed to set MTU for network device \S+: No such device",
 )
 
+
+# ICMPv6 types of link housekeeping: MLD (RFC 2710, RFC 3810), router and
+# neighbour discovery and redirect (RFC 4861).
+LINK_CHATTER = frozenset({130, 131, 132, 133, 134, 135, 136, 137, 143})
+ICMPV6 = 58
+
+
+def link_chatter(frame: bytes) -> bool:
+    """An IPv6 MLD or neighbour/router discovery frame, which a kernel sends on
+    its own at any time (behind an 802.1Q tag too)."""
+    bare = frame[:12] + frame[16:] if frame[12:14] == b"\x81\x00" else frame
+    try:
+        lay = parse_layer(bare)
+    except (ValueError, IndexError, struct.error):
+        return False
+    return (lay.ipv == 6 and lay.proto == ICMPV6 and lay.payload is not None
+            and len(bare) > lay.payload and bare[lay.payload] in LINK_CHATTER)
 
 def datapath_rx_packets(sb: Sandbox) -> int:
     """Packets the userspace datapath received on all its threads and ports."""
