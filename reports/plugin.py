@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
+from harness.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord,
+                             known_bug_status)
 from harness.runtime import host_path
-from reports.dissect import DissectError, dissect, write_pcap
-from harness.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, Step,
-                             case_slug, known_bug_status)
+from reports.failures import PCAP_DIR, dissect_failures
 from reports.upstream import DEFAULT_FILE
 
 RECORD_KEY = pytest.StashKey[CaseRecord]()
@@ -34,8 +34,6 @@ REPORT_RUN_INFO_ATTR = "ovs_run_info"
 
 MAX_PARAM_CHARS = 300
 MAX_SECTION_CHARS = 20000
-MAX_DISSECTED_FRAMES = 2000
-PCAP_DIR = "pcap"
 
 
 @dataclass
@@ -354,48 +352,6 @@ def bug_status_text(bug: dict[str, Any]) -> str:
     if status == "mixed":
         return f"mixed: present in {present} ids, absent in {absent}"
     return "untested (no selected case runs into it)"
-
-
-def dissect_failures(cases: list[CaseRecord], out_dir: Path) -> None:
-    """Save pcaps of every step of failed, error and xfailed cases, and attach tshark's
-    decode (with checksum verdicts) of what left.
-
-    All captured frames go through one tshark run; each step gets its slice back.
-    """
-    pending: list[tuple[Step, int, int]] = []
-    frames: list[str] = []
-    for case in cases:
-        if case.outcome not in DETAIL_OUTCOMES:
-            continue
-        slug = case_slug(case.nodeid)
-        for number, step in enumerate(case.steps, 1):
-            for kind in ("sent", "expected", "captured"):
-                hexes = getattr(step, kind)
-                if not hexes:
-                    continue
-                rel = f"{PCAP_DIR}/{slug}/step{number}-{kind}.pcap"
-                try:
-                    write_pcap(hexes, str(out_dir / rel))
-                    case.artifacts[f"step {number} {kind}.pcap"] = rel
-                except (DissectError, OSError) as exc:
-                    step.dissection_error = f"no pcap: {exc}"
-            if f"step {number} captured.pcap" not in case.artifacts:
-                continue  # nothing left the port, or its frames are not valid hex
-            if len(frames) + len(step.captured) > MAX_DISSECTED_FRAMES:
-                step.dissection_error = f"no dissection: more than {MAX_DISSECTED_FRAMES} frames failed"
-                continue
-            pending.append((step, len(frames), len(step.captured)))
-            frames.extend(step.captured)
-    if not pending:
-        return
-    try:
-        decoded = dissect(frames, str(out_dir / PCAP_DIR / "all-captured.pcap"))
-    except (DissectError, OSError) as exc:
-        for step, _, _ in pending:
-            step.dissection_error = f"no dissection: {exc}"
-        return
-    for step, start, count in pending:
-        step.dissection = [dict(d, index=d["index"] - start) for d in decoded[start:start + count]]
 
 
 def _param_text(value: object) -> str:

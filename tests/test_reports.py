@@ -16,7 +16,7 @@ import pytest
 from reports import dissect as dissect_module
 from reports.dissect import DissectError, dissect, write_pcap
 from reports.merge import main as merge_main
-from reports.plugin import dissect_failures
+from reports.failures import dissect_failures
 from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.render import render
 
