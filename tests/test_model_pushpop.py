@@ -148,6 +148,10 @@ def test_srv6_flow_label_modes() -> None:
     assert (label(ip6, "zero"), label(ip6, "compute", flow_label=0x12345)) == (0, 0x12345)
     with pytest.raises(TunnelError, match="input"):
         model.encapsulate(ip6, mk("compute"))
+    # vswitch.xml: copy is the default
+    default = TunnelSpec("srv6", "2001:cafe::88", "2001:cafe::92", "aa:55:aa:55:00:00", V.B6,
+                         key=None)
+    assert int.from_bytes(model.encapsulate(ip6, default).frames[0][14:18], "big") & 0xFFFFF == 3
 
 
 def test_l3_tunnels_carry_ip_only() -> None:

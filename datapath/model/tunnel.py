@@ -70,7 +70,10 @@ class TunnelSpec:
     erspan_dir: int = 0
     erspan_hwid: int = 0
     srv6_segs: tuple[str, ...] = ()  # default: the remote IP as the only segment
-    flow_label: str = "zero"  # outer IPv6 flow label: zero, copy, compute (SRv6 option)
+    # The outer IPv6 flow label of SRv6 (options:srv6_flowlabel): zero, copy or
+    # compute; vswitch.xml: "By default, or if this option is copy, copy the
+    # flowlabel of inner IPv6 header ... If inner header is not IPv6, it is set to 0."
+    flow_label: str = "copy"
     # Who picks the UDP source port: "range" (tnl/egress_port_range, see udp_src), or
     # "dummy-offload": with hw-offload on, the dummy offload provider picks it from
     # the inner frame (the low 16 bits of its 32-bit FNV-1a hash) and ignores the range.
