@@ -13,7 +13,7 @@ from typing import Any
 
 from reports.index import Entry, outcome_counts
 from harness.records import OUTCOME_ORDER, outcome_rank
-from reports.upstream import DEFAULT_FILE, FILES, RELEASE, UpstreamTest, split_titles
+from reports.upstream import DEFAULT_FILE, FILES, RELEASE, SCOPE, UpstreamTest, split_titles
 
 MAX_IDS_PER_TEST = 200
 
@@ -74,7 +74,7 @@ def _section(file: str, rows: list[dict[str, Any]], unknown: list[dict[str, Any]
     return {
         "file": file,
         "anchor": file.replace(".", "-"),
-        "source": f"tests/{file} ({RELEASE})",
+        "source": f"tests/{file} ({RELEASE})" + (f": {SCOPE[file]}" if file in SCOPE else ""),
         "rows": rows,
         "unknown": unknown,
         "total": len(rows),

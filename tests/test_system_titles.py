@@ -1,6 +1,7 @@
 """Every test of upstream's system-dpdk.at and system-afxdp.at (Open vSwitch
 4.0.0) is named, with its exact AT_SETUP title and its file, by at least one
-pytest id; and no id names a title those files do not have."""
+pytest id; and no id names a title those files do not have.  The
+system-traffic.at reproductions name only titles of its tunnel slice."""
 from __future__ import annotations
 
 import subprocess
@@ -33,3 +34,18 @@ def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
     assert found["system-afxdp.at"] == set(SYSTEM_AFXDP), \
         set(SYSTEM_AFXDP) ^ found["system-afxdp.at"]
     assert set(found) == {"system-dpdk.at", "system-afxdp.at"}, sorted(found)
+
+
+def test_system_traffic_ids_name_titles_of_its_tunnel_slice() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.upstream_dump",
+         "--collect-only", "-q", "cases/test_system_traffic.py",
+         "cases/test_system_traffic_simulated.py", "cases/test_system_traffic_srv6.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = {tuple(line.split("\t")[1:3]) for line in proc.stdout.splitlines()
+             if line.startswith("UPSTREAM\t")}
+    listed = {t.title for t in FILES["system-traffic.at"]}
+    assert {file for file, _ in found} == {"system-traffic.at"}
+    assert {title for _, title in found} <= listed, {title for _, title in found} - listed
+    assert len(found) >= 22

@@ -61,10 +61,18 @@ KINDS: dict[str, NativeKind] = {
 }
 
 
+# SRv6 is no device: the far end is a seg6 encap route and a seg6local one
+# (OVS_CHECK_SRV6 probes the first).
+SEG6_FEATURE = "CONFIG_IPV6_SEG6_LWTUNNEL (seg6 routes)"
+
+
 @functools.cache
 def missing(kind: str) -> str | None:
-    """None if this kernel can make a `kind` device; otherwise the skip reason,
-    naming the kernel feature and what `ip link add` answered."""
+    """None if this kernel can make a `kind` device (or, for "srv6", seg6
+    routes); otherwise the skip reason, naming the kernel feature and what
+    `ip` answered."""
+    if kind == "srv6":
+        return _missing_seg6()
     spec = KINDS[kind]
     ns = Netns(unique_name("probe"))
     try:
@@ -83,6 +91,21 @@ def missing(kind: str) -> str | None:
     return (f"this kernel has no {spec.link_type} devices ({spec.feature}): "
             f"'ip link add probe0 type {spec.link_type} ...' says "
             f"{(proc.stderr or proc.stdout).strip()!r}")
+
+
+def _missing_seg6() -> str | None:
+    ns = Netns(unique_name("probe"))
+    try:
+        ns.enable_ipv6()
+        ns.ip("link", "set", "lo", "up")
+        proc = ns.ip("-6", "route", "add", "fc00::1/96", "encap", "seg6", "mode", "encap",
+                     "segs", "fc00::2", "dev", "lo", check=False)
+    finally:
+        ns.delete()
+    if proc.returncode == 0:
+        return None
+    return (f"this kernel has no SRv6 routes ({SEG6_FEATURE}): 'ip -6 route add fc00::1/96 "
+            f"encap seg6 mode encap ...' says {(proc.stderr or proc.stdout).strip()!r}")
 
 
 def add_native_tunnel(ns: Netns, kind: str, name: str, remote: str, overlay: str,
