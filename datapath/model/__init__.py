@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from datapath.model import bugs, csum, gso
-from datapath.model.actions import Action, Output, PushTunnel
+from datapath.model.actions import Action, Output, PushTunnel, Truncate
 from datapath.model.bugs import OvsBug
 from datapath.model.packet import Packet
-from datapath.model.send import Egress, complete_in_software, transmit
+from datapath.model.send import Egress, complete_in_software, transmit, truncate
 from datapath.model.tunnel import TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
 from harness.compare import compare_frames
@@ -140,20 +140,25 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
     pkts = [receive(frame, rx)]
     out = Expected(frames=[])
     pushes: list[PushTunnel] = []
+    cut: int | None = None
     for action in actions:
-        if isinstance(action, PushTunnel):
+        if isinstance(action, Truncate):
+            cut = action.max_len
+        elif isinstance(action, PushTunnel):
             pushes.append(action)
         elif isinstance(action, Output):
-            # Output to a tunnel port works on a clone: push(es), then the underlay.
+            # Output to a tunnel port works on a clone: (cut,) push(es), then the underlay.
             for pkt in pkts:
                 clones = [pkt.copy()]
                 clones[0].notes = pkt.notes
+                if cut is not None:
+                    truncate(clones[0], cut)
                 for tnl_push in pushes:
                     clones = [q for c in clones for q in push_nested(c, tnl_push)]
                 for clone in clones:
                     emit(out, transmit(clone, tx))
                 pkt.notes = []
-            pushes = []
+            pushes, cut = [], None
         else:
             for pkt in pkts:
                 action.apply(pkt)

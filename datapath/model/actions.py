@@ -150,6 +150,21 @@ class Output(Action):
         pass
 
 
+@dataclass(frozen=True)
+class Truncate(Action):
+    """The max_len of the output after it (output(port=P,max_len=N)): that one
+    output gets the packet's first max_len bytes (send.truncate); later
+    actions work with the whole packet (ovs-actions(7))."""
+
+    max_len: int
+
+    def ofctl(self) -> str:  # written by the output it belongs to
+        return ""
+
+    def apply(self, pkt: Packet) -> None:  # handled by forward(), per output
+        pass
+
+
 def mod_nw_dst(addr: str) -> SetIPv4Addr:
     return SetIPv4Addr(addr, "dst")
 
@@ -178,7 +193,16 @@ def ofctl_actions(actions: list[Action]) -> str:
         if isinstance(a, PushTunnel) and not (i + 1 < len(actions)
                                               and isinstance(actions[i + 1], Output)):
             raise ValueError("a nested tunnel push spans bridges: write those flows by hand")
+        if isinstance(a, Truncate):
+            if not (i + 1 < len(actions) and isinstance(actions[i + 1], (Output, PushTunnel))):
+                raise ValueError("a max_len belongs to the output after it")
+            continue
         if isinstance(a, Output) and i and isinstance(actions[i - 1], PushTunnel):
+            continue
+        before = actions[i - 1] if i else None
+        if isinstance(before, Truncate) and isinstance(a, (Output, PushTunnel)):
+            port = a.ofport if isinstance(a, PushTunnel) else a.port
+            parts.append(f"output(port={port},max_len={before.max_len})")
             continue
         parts.append(a.ofctl())
     return ",".join(parts)

@@ -144,9 +144,24 @@ NEIGH_SNOOP_CACHED = OvsBug(
     "ofproto/ofproto-dpif-xlate.c: tnl_neigh_snoop() runs only in a translation with "
     "side effects (an upcall), never for a packet that hits a datapath flow")
 
+TRUNC_PENDING_CSUM = OvsBug(
+    "trunc-pending-csum",
+    "output(max_len) of a packet whose TCP/UDP checksum is still pending (received "
+    "from a port that leaves it to the NIC, e.g. a veth with tx checksum offload) "
+    "completes that checksum over the truncated bytes: the truncated copy carries a "
+    "checksum of no packet instead of the one the packet carries on the wire "
+    "(ovs-actions(7): truncation serves mirroring to a collector, which should see the "
+    "packet's first bytes; userspace-checksum-offloading.rst: OVS postpones checksum "
+    "updates until the packet egresses, and truncation is no reason to change them)",
+    "lib/dp-packet.h dp_packet_batch_apply_cutlen() (lib/dpif-netdev.c, at output and "
+    "tnl_push) shortens the packet and keeps its offload flags; "
+    "dp_packet_ol_send_prepare() then completes the checksum over what is left "
+    "(lib/packets.c packet_{tcp,udp}_complete_csum(): under IPv4's pseudo-header of the "
+    "header's total length, IPv6's of the L4 bytes left)")
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, UDP6_PARTIAL_ZERO,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
-       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM)
+       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM)
 
 
 # -- where OVS deviates: the model's correct packet in, OVS's way out ----------
@@ -339,3 +354,4 @@ def merge(pkt: "Packet", found: list[Deviation]) -> Deviation:
 def _add(pkt: "Packet", bug: OvsBug) -> None:
     if bug not in pkt.bugs:
         pkt.bugs.append(bug)
+

@@ -42,6 +42,11 @@ E7  A checksum an rx port flagged good is, to the datapath, validated (CSUM-DOC:
     checksum good, the outer checksum may therefore be right for the bytes or
     for the bytes as the flag claims them.
 
+E8  output(port, max_len) hands the port the first max_len bytes of the
+    packet as it would leave (ovs-actions(7): truncation serves mirroring to a
+    collector): its postponed checksums are completed first (E2), then it is
+    cut.  No checksum below the cut is judged: its bytes are gone.
+
 Before a second tunnel header goes on, every pending checksum is completed in
 software: offload flags reach an inner and an outer header only (DPDK mbuf
 outer/inner offsets), so nothing below the new outer header can be handed on.
@@ -327,3 +332,41 @@ def _patch_from_end(right: bytes, other: bytes) -> bugs.Change:
         for distance, value in back:
             pkt.data[len(pkt.data) - distance] = value
     return patch
+
+
+def truncate(pkt: Packet, max_len: int) -> None:
+    """E8: complete, then cut to `max_len` bytes.  OVS cuts first and completes
+    what was pending over the bytes left (bugs.TRUNC_PENDING_CSUM): recorded as
+    an OVS change where that differs."""
+    if len(pkt.data) <= max_len:
+        return
+    if pkt.tso_segsz:
+        raise NotImplementedError("model: output max_len of a TSO packet")
+    ovs = pkt.copy()
+    ovs.data = ovs.data[:max_len]
+    for lay in (ovs.inner, ovs.outer):
+        if lay is None or lay.l3 is None:
+            continue
+        if lay.ip_csum is CsumState.PARTIAL and lay.ipv == 4 \
+                and lay.l3 + (ovs.data[lay.l3] & 0x0F) * 4 <= max_len:
+            ovs.set_ip_csum(lay)
+        if lay.l4_csum is CsumState.PARTIAL and lay.l4 is not None \
+                and lay.proto in (PROTO_TCP, PROTO_UDP) and not lay.fragment \
+                and lay.l4_csum_ofs + 2 <= max_len:
+            # packet_{tcp,udp}_complete_csum(): over IPv6 the pseudo-header's length
+            # is the L4 bytes left; over IPv4 it comes from the header.
+            ovs.set_l4_csum(lay, pseudo_len=max_len - lay.l4 if lay.ipv == 6 else None)
+    changes = len(pkt.ovs_changes)
+    complete_in_software(pkt, f"output max_len={max_len}: before the cut,")
+    if len(pkt.ovs_changes) != changes:
+        raise NotImplementedError("model: output max_len of a packet OVS completes otherwise")
+    right = bytes(pkt.data[:max_len])
+    pkt.data = bytearray(right)
+    for lay in (pkt.outer, pkt.inner):
+        if lay is not None and lay.l3 is not None and lay.l3 + lay.l3_size > max_len:
+            lay.l4 = None  # its checksum covers bytes that are gone: not judged
+    pkt.notes.append(f"output max_len={max_len}: the first {max_len} bytes leave")
+    theirs = bytes(ovs.data)
+    if theirs != right:
+        bugs.record_change(pkt, bugs.TRUNC_PENDING_CSUM, _patch_from_end(right, theirs),
+                           "OVS completes the pending checksum over the truncated bytes")

@@ -1,0 +1,72 @@
+"""output(port, max_len) in the model (send.truncate, rule E8), against a
+frame the Linux kernel sent and OVS 4.0.0 truncated in
+cases/test_system_traffic_truncate.py (the tso flavour): the kernel's veth
+left the UDP checksum to the "NIC" (0x4e62 on the wire), OVS completed it over
+the first 100 bytes only (0x4966)."""
+from __future__ import annotations
+
+import pytest
+
+from datapath import model
+from datapath.model.actions import PushTunnel, Truncate, ofctl_actions, output
+from datapath.model.bugs import TRUNC_PENDING_CSUM
+from datapath.model.tunnel import TunnelSpec
+from datapath.offloads import CsumState, RxFlags, TxOffloads
+
+# at_ns1 -> 10.1.1.1:1234, a 200-byte UDP payload, the checksum as on the wire
+UDP = bytes.fromhex(
+    "e666c1111111e666c12222220800450000e44eb840004011d54c0a0101020a010101954004d200d04e626adf"
+    "e1ce849aeda5428e86fff7ce41cd6a7979183c4834875f6544adc015e0c57032a3e72fe3784aa68e55eadf34"
+    "5e17b812f2cb91764e1228f446cdb6d3e20fd29a0cc6989544344188328296fd25bba0d1b3076bf727a9823e"
+    "71c55c8574a6749c2072f5a8e7255e2e424ba8cf7f28cbbea9a71ffd2a759b27c44df1f02a79488db6e741fc"
+    "cf261b44fd1cc99416f4a4b815f3fa403e509557814e8a98ae6d685b746aa16f2d779d7f6a2df0bc10744800"
+    "96b3ef73cad288caba310974b9c5c708a0732716dcfa")
+GRE = TunnelSpec("gre", "172.31.1.100", "172.31.1.1", "02:90:8c:a8:a1:49", "fa:ad:fa:25:05:60",
+                 key=None, csum=False)
+PENDING = RxFlags(l4=CsumState.PARTIAL)
+
+
+def test_ofctl_writes_max_len_into_its_output() -> None:
+    assert ofctl_actions([Truncate(100), output("p2"), output("p3")]) == \
+        "output(port=p2,max_len=100),output:p3"
+    assert ofctl_actions([Truncate(64), PushTunnel(GRE, "11"), output("p0")]) == \
+        "output(port=11,max_len=64)"
+    with pytest.raises(ValueError):
+        ofctl_actions([Truncate(64)])
+
+
+def test_a_complete_packet_leaves_as_its_first_bytes_and_later_outputs_whole() -> None:
+    exp = model.forward(UDP, [Truncate(100), output("p2"), output("p2")], TxOffloads())
+    assert exp.frames == [UDP[:100], UDP] and not exp.bugs
+    assert exp.csum_state[0] == {"IP": "good"}  # the UDP checksum covers bytes that are gone
+    assert model.forward(UDP, [Truncate(len(UDP)), output("p2")], TxOffloads()).frames == [UDP]
+
+
+def test_a_pending_checksum_is_completed_before_the_cut_and_ovs_does_it_after() -> None:
+    broken = UDP[:40] + b"\x12\x34" + UDP[42:]  # pending: the field holds anything
+    exp = model.forward(broken, [Truncate(100), output("p2")], TxOffloads(), PENDING)
+    assert exp.frames == [UDP[:100]]  # 0x4e62, the datagram's checksum
+    assert exp.bugs == [TRUNC_PENDING_CSUM]
+    assert exp.ovs_frames[0][40:42].hex() == "4966"  # what OVS 4.0.0 sent
+    assert exp.ovs_frames[0][:40] == UDP[:40] and exp.ovs_frames[0][42:] == UDP[42:100]
+
+
+def test_truncation_comes_before_the_tunnel_push() -> None:
+    exp = model.forward(UDP, [Truncate(100), PushTunnel(GRE, "11"), output("p0")], TxOffloads(),
+                        PENDING)
+    assert len(exp.frames[0]) == 14 + 20 + 4 + 100  # upstream's n_bytes=138
+    assert exp.frames[0][38:] == UDP[:100]
+    assert exp.ovs_frames[0][38 + 40:38 + 42].hex() == "4966"
+
+
+def test_over_ipv6_ovs_takes_the_bytes_left_as_the_pseudo_header_length() -> None:
+    from datapath.model import csum
+    from fixtures.frames import compose
+    frame = compose("udp", 6, payload=bytes(range(120)))
+    exp = model.forward(frame, [Truncate(100), output("p2")], TxOffloads(), PENDING)
+    assert exp.frames == [frame[:100]] and exp.bugs == [TRUNC_PENDING_CSUM]
+    left = bytearray(frame[54:100])
+    left[6:8] = b"\0\0"
+    want = csum.finish(csum.ones_sum(bytes(left), csum.pseudo_header_v6(
+        frame[22:38], frame[38:54], 17, len(left))))
+    assert int.from_bytes(exp.ovs_frames[0][60:62], "big") == want
