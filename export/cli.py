@@ -46,6 +46,7 @@ CANDIDATES = {
     "ipv4-later-fragment-rewrite": "test_edge_frames and frag_later and in4 and plain",
     "gre-seq-shared": "test_erspan",
     "neigh-snoop-cached": "test_erspan",
+    "trunc-pending-csum": "test_output_max_len and rx_partial and max_len100",
 }
 
 

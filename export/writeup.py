@@ -112,6 +112,18 @@ RULES: dict[str, Rule] = {
         "bytes corrupts the reassembled datagram.",
         "in packet_set_ipv4_addr(), update an L4 checksum only when the packet is not a "
         "later fragment"),
+    "trunc-pending-csum": Rule(
+        "output max_len - pending l4 csum of the truncated packet",
+        "Documentation/ref/ovs-actions.7.rst, output: \"With max_len, the packet is "
+        "truncated to at most nbytes bytes before being output ... meant for use in "
+        "monitoring applications, e.g. for mirroring packets to a collector\".  The "
+        "collector must see the packet's first bytes as the packet is on the wire; "
+        f"{CSUM_DOC}: OVS \"postpones checksum updates until the packet egresses the "
+        "datapath\", so a checksum still pending at the cut must be the one the whole "
+        "packet gets (RFC 768, RFC 9293 section 3.1, RFC 8200 section 8.1).  OVS computes "
+        "it over the bytes left after the cut instead: a value no packet carries.",
+        "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
+        "packet, or drop the offload flags of a truncated packet"),
 }
 
 
