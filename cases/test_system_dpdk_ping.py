@@ -19,7 +19,7 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
 from datapath import model
-from datapath.backends.netns import Netns, link_mac
+from datapath.backends.netns import Netns, link_mac, mac_text
 from datapath.model.actions import PushTunnel, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
@@ -306,10 +306,10 @@ def check_double_push(ovs: OvsDpdk, request: pytest.FixtureRequest, ns0: Netns,
         outer_sport, inner_sport = udp_sports(arrived[i]) if i < len(arrived) else (lo, lo)
         for sport in (outer_sport, inner_sport):
             assert lo <= sport <= hi, f"UDP source port {sport} outside {lo}-{hi}"
-        inner = TunnelSpec("vxlan", "fc00:1::100", "fc00:1::1", _mac(link_mac(sw, "br1")),
-                           _mac(link_mac(ns0, "vxlan1")), key=1, udp_src=inner_sport)
-        outer = TunnelSpec("vxlan", "fc00::100", "fc00::1", _mac(link_mac(sw, "br0")),
-                           _mac(link_mac(ns0, "p0")), key=0, udp_src=outer_sport)
+        inner = TunnelSpec("vxlan", "fc00:1::100", "fc00:1::1", mac_text(link_mac(sw, "br1")),
+                           mac_text(link_mac(ns0, "vxlan1")), key=1, udp_src=inner_sport)
+        outer = TunnelSpec("vxlan", "fc00::100", "fc00::1", mac_text(link_mac(sw, "br0")),
+                           mac_text(link_mac(ns0, "p0")), key=0, udp_src=outer_sport)
         expected.extend(model.forward(frame, [PushTunnel(inner, "ovs-vxlan2"),
                                               PushTunnel(outer, "ovs-vxlan1"), output("p0")],
                                       tx, RxFlags()))
@@ -322,6 +322,3 @@ def check_double_push(ovs: OvsDpdk, request: pytest.FixtureRequest, ns0: Netns,
     if lines:
         raise FrameMismatch(expected.frames, arrived, lines, context="p2 -> p0 (two pushes)")
 
-
-def _mac(raw: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in raw)

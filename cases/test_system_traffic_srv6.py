@@ -30,7 +30,7 @@ import pytest
 from datapath import model
 from datapath.backends.kernel import interface_status, link_chatter, tx_from_status
 from datapath.backends.native_tunnel import Captured, Sniffer, moved, snmp_counters
-from datapath.backends.netns import Netns, link_mac
+from datapath.backends.netns import Netns, link_mac, mac_text
 from datapath.model.actions import PushTunnel, output
 from datapath.model.packet import parse_layer
 from datapath.model.tunnel import TunnelSpec
@@ -166,8 +166,8 @@ class SrWire:
     @classmethod
     def start(cls, t: Traffic, ns0: Netns, overlay: Overlay) -> "SrWire":
         tx, _ = tx_from_status(interface_status(t.sb, "ovs-p0"))
-        spec = TunnelSpec("srv6", OVS_UNDERLAY, SID, _mac(link_mac(t.host, "br-underlay")),
-                          _mac(link_mac(ns0, "p0")))
+        spec = TunnelSpec("srv6", OVS_UNDERLAY, SID,
+                          mac_text(link_mac(t.host, "br-underlay")), mac_text(link_mac(ns0, "p0")))
         wire = cls(t, ns0, overlay, spec, TxOffloads(tx.advertised), Sniffer(t.host, "br0"),
                    Sniffer(ns0, "p0"), {"at_ns0": snmp_counters(ns0),
                                         "host": snmp_counters(t.host)})
@@ -233,7 +233,7 @@ class SrWire:
             f"at_ns0 encapsulated {len(sent)} packets, not the {PINGS} echo requests"]
         for frame in got:
             if frame[:6] != bytes.fromhex(OVS_MAC.replace(":", "")):
-                lines.append(f"a frame to br0 with destination {_mac(frame[:6])}, not {OVS_MAC} "
+                lines.append(f"a frame to br0 with destination {mac_text(frame[:6])}, not {OVS_MAC} "
                              "(the flow's mod_dl_dst)")
             inner = frame[14:]
             if want[inner]:
@@ -250,6 +250,3 @@ class SrWire:
                                              "packets, destination MAC checked)"]))
         return [f"decapsulation: {line}" for line in lines]
 
-
-def _mac(raw: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in raw)

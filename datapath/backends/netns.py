@@ -225,6 +225,10 @@ def mac_bytes(text: str) -> bytes:
     return bytes(int(b, 16) for b in text.split(":"))
 
 
+def mac_text(raw: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in raw)
+
+
 def link_mac(ns: Netns | None, ifname: str) -> bytes:
     out = run_ip("-o", "link", "show", "dev", ifname, ns=ns.name if ns else None).stdout
     words = out.split()
