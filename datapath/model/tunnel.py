@@ -70,7 +70,7 @@ class TunnelSpec:
     erspan_dir: int = 0
     erspan_hwid: int = 0
     srv6_segs: tuple[str, ...] = ()  # default: the remote IP as the only segment
-    # The outer IPv6 flow label of SRv6 (options:srv6_flowlabel): zero, copy or
+    # The outer IPv6 flow label of SRv6 (options:srv6_flowlabel, SRv6 only): zero, copy or
     # compute; vswitch.xml: "By default, or if this option is copy, copy the
     # flowlabel of inner IPv6 header ... If inner header is not IPv6, it is set to 0."
     flow_label: str = "copy"
@@ -208,7 +208,9 @@ def push(pkt: Packet, spec: TunnelSpec, *, seq: int = 0, timestamp: int = 0,
     tos = (spec.tos & ~ECN_MASK) | (_inner_tos(pkt) & ECN_MASK)
     if tos & ECN_MASK == ECN_CE:
         tos = (tos & ~ECN_MASK) | ECN_ECT0
-    label = _flow_label(spec, pkt, flow_label) if spec.underlay == 6 else 0
+    # options:srv6_flowlabel is an SRv6 option; OVS documents no label for the other
+    # tunnels over IPv6: they leave unlabelled, 0 (RFC 6437 §2).
+    label = _flow_label(spec, pkt, flow_label) if spec.kind == "srv6" else 0
     inner_type = ETH_TYPE_TEB
     strip = 0
     if spec.carries_l3:  # pop_eth: only the IP packet travels
