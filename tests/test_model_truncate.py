@@ -70,3 +70,36 @@ def test_over_ipv6_ovs_takes_the_bytes_left_as_the_pseudo_header_length() -> Non
     want = csum.finish(csum.ones_sum(bytes(left), csum.pseudo_header_v6(
         frame[22:38], frame[38:54], 17, len(left))))
     assert int.from_bytes(exp.ovs_frames[0][60:62], "big") == want
+
+
+@pytest.mark.parametrize("tx,crash", [("none", True), ("l4", True), ("l4_disabled", False)])
+def test_a_cut_before_a_pending_ipv4_l4_header_is_the_known_crash(tx: str, crash: bool) -> None:
+    """OVS sums a negative L4 size where it (or a port doing the offload) completes
+    the checksum; a port that takes the offload and does nothing is handed it."""
+    from datapath.model.bugs import TRUNC_L4_CUT_CRASH
+    exp = model.forward(UDP, [Truncate(20), output("p2")], TxOffloads.parse(tx), PENDING)
+    assert exp.frames == [UDP[:20]]
+    assert (TRUNC_L4_CUT_CRASH in exp.bugs) is crash
+    # from the first byte of the UDP header on, and over IPv6, no crash
+    assert not model.forward(UDP, [Truncate(34), output("p2")], TxOffloads(), PENDING).bugs
+    from fixtures.frames import compose
+    six = compose("udp", 6)
+    assert not model.forward(six, [Truncate(20), output("p2")], TxOffloads(), PENDING).bugs
+
+
+def test_into_a_udp_tunnel_ovs_takes_the_outer_checksum_for_the_uncut_packet() -> None:
+    """The exploration's vector: an IPv6 TCP frame (pending checksum) cut to its
+    Ethernet header and pushed into VXLAN with csum: right over the bytes sent
+    0xc990, OVS 4.0.0 sent 0x6356 (the checksum for the uncut inner frame)."""
+    from fixtures.explore import build_frame
+    from fixtures.tunnel import spec
+    frame = build_frame({"bad": False, "dport": 1, "ipv": 6, "l4": "tcp", "payload": "",
+                         "sport": 1, "vlan": False})
+    exp = model.forward(frame, [Truncate(14), PushTunnel(spec("vxlan", 4, True), "11"),
+                                output("p2")], TxOffloads(), PENDING)
+    assert exp.frames[0][-14:] == frame[:14] and exp.bugs == [TRUNC_PENDING_CSUM]
+    assert (exp.frames[0][40:42].hex(), exp.ovs_frames[0][40:42].hex()) == ("c990", "6356")
+    # a port that does the outer UDP checksum itself takes it over the bytes sent
+    done = model.forward(frame, [Truncate(14), PushTunnel(spec("vxlan", 4, True), "11"),
+                                 output("p2")], TxOffloads.parse("out_udp"), PENDING)
+    assert not done.bugs

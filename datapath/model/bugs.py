@@ -149,7 +149,9 @@ TRUNC_PENDING_CSUM = OvsBug(
     "output(max_len) of a packet whose TCP/UDP checksum is still pending (received "
     "from a port that leaves it to the NIC, e.g. a veth with tx checksum offload) "
     "completes that checksum over the truncated bytes: the truncated copy carries a "
-    "checksum of no packet instead of the one the packet carries on the wire "
+    "checksum of no packet instead of the one the packet carries on the wire; pushed "
+    "into VXLAN/Geneve with csum, the outer UDP checksum is taken for the packet before "
+    "the cut, so receivers drop it "
     "(ovs-actions(7): truncation serves mirroring to a collector, which should see the "
     "packet's first bytes; userspace-checksum-offloading.rst: OVS postpones checksum "
     "updates until the packet egresses, and truncation is no reason to change them)",
@@ -157,11 +159,25 @@ TRUNC_PENDING_CSUM = OvsBug(
     "tnl_push) shortens the packet and keeps its offload flags; "
     "dp_packet_ol_send_prepare() then completes the checksum over what is left "
     "(lib/packets.c packet_{tcp,udp}_complete_csum(): under IPv4's pseudo-header of the "
-    "header's total length, IPv6's of the L4 bytes left)")
+    "header's total length, IPv6's of the L4 bytes left; packet_udp_tunnel_csum() reads "
+    "the inner headers past the cut)")
+
+TRUNC_L4_CUT_CRASH = OvsBug(
+    "trunc-l4-cut-crash",
+    "ovs-vswitchd dies of SIGSEGV when output(max_len) cuts an IPv4 packet whose TCP/UDP "
+    "checksum is pending before the TCP/UDP header starts (e.g. max_len=20 on a frame "
+    "from a port that leaves L4 checksums to the NIC) and OVS or the port then completes "
+    "that checksum: the L4 size it sums over is negative",
+    "lib/dp-packet.h dp_packet_l4_size() (tail minus an L4 offset past the tail, as a "
+    "size_t) in lib/packets.c packet_{tcp,udp}_complete_csum(), called from "
+    "dp_packet_ol_send_prepare() after dp_packet_batch_apply_cutlen()",
+    crash=True,
+    signature=r"signal 11 \(Segmentation fault\)|SIGSEGV detected")
 
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, UDP6_PARTIAL_ZERO,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
-       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM)
+       GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
+       TRUNC_L4_CUT_CRASH)
 
 
 # -- where OVS deviates: the model's correct packet in, OVS's way out ----------
@@ -208,6 +224,10 @@ def check_crashes(pkt: "Packet", tx: "TxOffloads") -> None:
         if lay is not None and lay.l4_csum is CsumState.PARTIAL \
                 and lay.proto not in (PROTO_TCP, PROTO_UDP):
             _add(pkt, L4_PARTIAL_NOT_TCP_UDP)
+    # A cut before a pending IPv4 TCP/UDP header: completing it sums a negative size,
+    # unless it is handed to a port that advertises the offload and does not do it.
+    if pkt.cut_before_l4 and pkt.cut_flag not in tx.driver_flags():
+        _add(pkt, TRUNC_L4_CUT_CRASH)
     # packet_udp_tunnel_csum() asserts that a set segment size divides the payload
     # into whole segments (dp_packet_gso_nr_segs(): DIV_ROUND_UP, 0 for no payload).
     length = _tso_tunnel_shortcut(pkt, tx)
@@ -292,6 +312,30 @@ def deviations(pkt: "Packet", slots: list[str], tx: "TxOffloads | None" = None) 
         changed = pkt.copy()
         change(changed)
         found.append(Deviation(bug, changed, note=note))
+    undone = tx.driver_flags() if tx is not None else frozenset()
+    flags = tx.netdev_flags() if tx is not None else frozenset()
+    # A VXLAN/Geneve outer UDP checksum that OVS's code takes (dp_packet_ol_send_prepare:
+    # the port lacks the feature, or netdev-dummy does it with the inner one left to
+    # it too) goes by the nested-checksum shortcut, which reads the uncut packet's
+    # headers; where the cut left part of a TCP header the shortcut fails, and OVS
+    # then completes the inner checksum itself, whatever the port offers.
+    uncut = pkt.cut_uncut_sum
+    by_ovs = pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots and (
+        "out_udp" not in flags or ("out_udp" not in undone and pkt.cut_flag in flags))
+    outer = uncut is not None and by_ovs
+    inner = pkt.cut_change is not None and (pkt.cut_flag not in undone
+                                            or (by_ovs and uncut is None))
+    if inner or outer:
+        changed = pkt.copy()
+        if inner and pkt.cut_change is not None:
+            pkt.cut_change(changed)
+        elif pkt.cut_flag in undone and pkt.cut_handed is not None:
+            pkt.cut_handed(changed)  # handed to a port that does not do it
+        found.append(Deviation(
+            TRUNC_PENDING_CSUM, changed,
+            {"outer.UDP": functools.partial(_uncut_outer, uncut=uncut or 0)} if outer else {},
+            note="OVS completes the pending checksum over the truncated bytes" if inner
+            else "OVS takes the outer UDP checksum as for the packet before the cut"))
     return found
 
 
@@ -339,9 +383,35 @@ def _lco_outer(pkt: "Packet", outer: "Layer", proto: int, length: int) -> None:
     outer.l4_csum = CsumState.GOOD
 
 
+def _uncut_outer(pkt: "Packet", outer: "Layer", uncut: int) -> None:
+    """TRUNC_PENDING_CSUM: the outer UDP checksum of a VXLAN/Geneve packet whose
+    inner frame was cut, taken over the outer pseudo-header, the UDP and tunnel
+    headers as they are and the inner frame as it was before the cut, its
+    checksums right (its ones' sum `uncut`); 0 is sent as 0xffff (RFC 768)."""
+    from datapath.model import csum
+    from datapath.offloads import CsumState
+    assert outer.l4 is not None
+    start = len(pkt.data) - _cut_len(pkt)
+    pkt.put16(outer.l4_csum_ofs, 0)
+    total = csum.ones_sum(bytes(pkt.data[outer.l4:start]), pkt.pseudo_header(outer))
+    pkt.put16(outer.l4_csum_ofs, csum.finish(csum.ones_sum(b"", total + uncut)) or 0xFFFF)
+    outer.l4_csum = CsumState.GOOD
+
+
+def _cut_len(pkt: "Packet") -> int:
+    """The length of the cut frame inside a tunnel packet: what follows its
+    tunnel header (VXLAN's 8 bytes, Geneve's 8 plus options)."""
+    assert pkt.outer.l4 is not None
+    body = pkt.outer.l4 + 8
+    if pkt.tunnel == "geneve":
+        return len(pkt.data) - body - 8 - (pkt.data[body] & 0x3F) * 4
+    return len(pkt.data) - body - 8
+
+
 def merge(pkt: "Packet", found: list[Deviation]) -> Deviation:
     """All of OVS's deviations for this packet, as one."""
-    base = pkt.copy()
+    trunc = next((d for d in found if d.bug is TRUNC_PENDING_CSUM), None)
+    base = (trunc.pkt if trunc is not None else pkt).copy()
     for bug, change, _ in pkt.ovs_changes:
         change(base)
     gre = next((d.gre for d in found if d.gre is not None), None)

@@ -188,6 +188,19 @@ class Packet:
     # Other bytes the contract allows for checksums already final (send.py E7):
     # each makes the packet into one the egress may also start from.
     choices: list[Callable[["Packet"], None]] = field(default_factory=list)
+    # output max_len cut this packet while a TCP/UDP checksum was pending (send.truncate):
+    # the offload flag that checksum needs ("tcp", "udp"); OVS's own bytes for it where
+    # they differ (bugs.TRUNC_PENDING_CSUM); and whether the cut fell before an IPv4
+    # TCP/UDP header (bugs.TRUNC_L4_CUT_CRASH).  Which applies depends on the tx port.
+    cut_flag: str | None = None
+    cut_change: Callable[["Packet"], None] | None = None
+    cut_before_l4: bool = False
+    # For a UDP tunnel's outer checksum over the cut packet (bugs.TRUNC_PENDING_CSUM):
+    # whether OVS takes it as for the uncut packet, and that packet's ones' sum.
+    cut_uncut_sum: int | None = None
+    # The cut bytes with the pending checksum as received: what a port that takes
+    # the offload and does not do it leaves (send.py E3).
+    cut_handed: Callable[["Packet"], None] | None = None
 
     @classmethod
     def parse(cls, frame: bytes) -> "Packet":
@@ -199,7 +212,9 @@ class Packet:
         return Packet(bytearray(self.data), replace(self.outer),
                       None if self.inner is None else replace(self.inner), self.tunnel, [],
                       self.gre_csum_ofs, list(self.bugs), self.ovs_gre_csum,
-                      list(self.ovs_changes), self.tso_segsz, list(self.choices))
+                      list(self.ovs_changes), self.tso_segsz, list(self.choices),
+                      self.cut_flag, self.cut_change, self.cut_before_l4,
+                      self.cut_uncut_sum, self.cut_handed)
 
     # The outermost layer is what rewrites act on.
     @property

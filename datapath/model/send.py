@@ -126,6 +126,10 @@ def complete(pkt: Packet, tx: TxOffloads) -> Egress:
             lay.l4_csum = CsumState.UNKNOWN
     slots = pending_slots(pkt, tx)
     allowed, canonical = variants(pkt, slots)
+    if pkt.cut_handed is not None and pkt.cut_flag in tx.driver_flags():
+        handed = pkt.copy()  # E3: a cut packet's pending checksum left to such a port
+        pkt.cut_handed(handed)
+        allowed.update(variants(handed, slots)[0])
     for slot in slots:
         pkt.notes.append(f"{slot.name} checksum pending: " + (
             f"right on the wire, or as handed ({slot.optional})" if slot.optional
@@ -335,9 +339,12 @@ def _patch_from_end(right: bytes, other: bytes) -> bugs.Change:
 
 
 def truncate(pkt: Packet, max_len: int) -> None:
-    """E8: complete, then cut to `max_len` bytes.  OVS cuts first and completes
-    what was pending over the bytes left (bugs.TRUNC_PENDING_CSUM): recorded as
-    an OVS change where that differs."""
+    """E8: complete, then cut to `max_len` bytes.  OVS cuts first and completes a
+    pending TCP/UDP checksum at egress over the bytes left, or, where the cut fell
+    before an IPv4 TCP/UDP header, dies (bugs.TRUNC_PENDING_CSUM,
+    bugs.TRUNC_L4_CUT_CRASH); unless it hands the checksum to a port that
+    advertises the offload and does not do it.  Both are kept on the packet
+    for egress, which knows the port."""
     if len(pkt.data) <= max_len:
         return
     if pkt.tso_segsz:
@@ -347,7 +354,7 @@ def truncate(pkt: Packet, max_len: int) -> None:
     for lay in (ovs.inner, ovs.outer):
         if lay is None or lay.l3 is None:
             continue
-        if lay.ip_csum is CsumState.PARTIAL and lay.ipv == 4 \
+        if lay.ip_csum is CsumState.PARTIAL and lay.ipv == 4 and lay.l3 < max_len \
                 and lay.l3 + (ovs.data[lay.l3] & 0x0F) * 4 <= max_len:
             ovs.set_ip_csum(lay)
         if lay.l4_csum is CsumState.PARTIAL and lay.l4 is not None \
@@ -356,17 +363,40 @@ def truncate(pkt: Packet, max_len: int) -> None:
             # packet_{tcp,udp}_complete_csum(): over IPv6 the pseudo-header's length
             # is the L4 bytes left; over IPv4 it comes from the header.
             ovs.set_l4_csum(lay, pseudo_len=max_len - lay.l4 if lay.ipv == 6 else None)
+    pending = [lay for lay in (pkt.inner, pkt.outer)
+               if lay is not None and lay.l3 is not None and lay.payload is not None
+               and lay.l4_csum is CsumState.PARTIAL and lay.proto in (PROTO_TCP, PROTO_UDP)]
+    field = [pkt.u16(lay.l4_csum_ofs) if lay.l4 is not None else None for lay in pending]
+    handed = bytes(pkt.data[:max_len])
     changes = len(pkt.ovs_changes)
     complete_in_software(pkt, f"output max_len={max_len}: before the cut,")
     if len(pkt.ovs_changes) != changes:
         raise NotImplementedError("model: output max_len of a packet OVS completes otherwise")
+    if pending:  # what OVS does with it depends on the port: bugs.py, at egress
+        lay = pending[0]
+        start = lay.payload
+        assert start is not None
+        pkt.cut_flag = "tcp" if lay.proto == PROTO_TCP else "udp"
+        pkt.cut_before_l4 = lay.ipv == 4 and start > max_len
+        # A UDP tunnel's outer checksum over it: OVS's shortcut takes the uncut
+        # packet's headers, except where the cut leaves part of a TCP header or
+        # the UDP checksum field held 0 (see bugs.TRUNC_PENDING_CSUM).
+        tcp_len = (pkt.data[start + 12] >> 4) * 4 if lay.proto == PROTO_TCP else 0
+        if not (0 <= max_len - start < tcp_len) and field[0] != 0:
+            pkt.cut_uncut_sum = csum.ones_sum(bytes(pkt.data))
     right = bytes(pkt.data[:max_len])
     pkt.data = bytearray(right)
     for lay in (pkt.outer, pkt.inner):
-        if lay is not None and lay.l3 is not None and lay.l3 + lay.l3_size > max_len:
-            lay.l4 = None  # its checksum covers bytes that are gone: not judged
+        if lay is None or lay.l3 is None or lay.l3 + lay.l3_size <= max_len:
+            continue
+        lay.l4 = None  # its checksum covers bytes that are gone: not judged
+        header = 40 if lay.ipv == 6 else (
+            (pkt.data[lay.l3] & 0x0F) * 4 if lay.l3 < max_len else max_len)
+        if lay.l3 + header > max_len:  # nor is an IP header cut short
+            lay.l3, lay.payload = None, None
     pkt.notes.append(f"output max_len={max_len}: the first {max_len} bytes leave")
     theirs = bytes(ovs.data)
     if theirs != right:
-        bugs.record_change(pkt, bugs.TRUNC_PENDING_CSUM, _patch_from_end(right, theirs),
-                           "OVS completes the pending checksum over the truncated bytes")
+        pkt.cut_change = _patch_from_end(right, theirs)
+    if pending and handed != right:
+        pkt.cut_handed = _patch_from_end(right, handed)
