@@ -1,7 +1,8 @@
 """Property-based exploration beyond the hand-picked matrices (fixtures/explore.py).
 
 `test_explore` lets Hypothesis draw scenarios (frames, rx flags, any of the 81
-tx offload sets, rewrites, plain output, tunnel push or pop), runs each through
+tx offload sets, rewrites, plain output or tunnel push (either maybe with an
+output max_len), or tunnel pop), runs each through
 ovs-vswitchd on both datapath paths, and checks every frame against the model
 and tshark.  The seed is fixed (derandomized): the suite explores the same
 examples every run, `--explore N` (default 300) of them.  A known OVS bug that
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from datapath.model.actions import PushTunnel, output
+from datapath.model.actions import PushTunnel, Truncate, output
 from datapath.offloads import TxOffloads
 from fixtures.explore import (Scenario, build_frame, explore, load_regressions, rewrites,
                               rx_flags, scenarios)
@@ -48,16 +49,18 @@ def run(tunnel_bench, scenario: Scenario) -> None:  # type: ignore[no-untyped-de
         bench.receive(record, tun, "in_port=t1" + (f",{match}" if match else ""),
                       [*rw, output("p1")], sent, rx, tx)
         return
+    cut = [Truncate(scenario["max_len"])] if scenario.get("max_len") else []
     if scenario["topology"] == "plain":
         bench, record = tunnel_bench("plain", 4)
         _fresh(record)
         bench.forward(record, None, "in_port=p1" + (f",{match}" if match else ""),
-                      [*rw, output("p2")], [frame], rx, tx)
+                      [*rw, *cut, output("p2")], [frame], rx, tx)
         return
     bench, record = tunnel_bench(tun.kind, tun.underlay)
     _fresh(record)
     bench.forward(record, tun, "in_port=p1" + (f",{match}" if match else ""),
-                  [*rw, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")], [frame], rx, tx)
+                  [*rw, *cut, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")], [frame],
+                  rx, tx)
 
 
 def _fresh(record) -> None:  # type: ignore[no-untyped-def]

@@ -124,6 +124,18 @@ RULES: dict[str, Rule] = {
         "it over the bytes left after the cut instead: a value no packet carries.",
         "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
         "packet, or drop the offload flags of a truncated packet"),
+    "trunc-l4-cut-crash": Rule(
+        "output max_len - cut before a pending l4 header",
+        "Documentation/ref/ovs-actions.7.rst, output: \"With max_len, the packet is "
+        "truncated to at most nbytes bytes before being output\"; ovs-ofctl accepts any "
+        "max_len of 14 bytes and more, so a cut may fall inside the IP header.  "
+        f"{CSUM_DOC}: OVS \"postpones checksum updates until the packet egresses the "
+        "datapath\" and rule 1, \"OVS should strive to forward all packets regardless of "
+        "checksum\".  A checksum whose header is gone has nothing left to complete; the "
+        "packet's first max_len bytes must leave, and the daemon must not die.",
+        "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
+        "packet, or drop the offload flags (and L4 offset) of a packet cut before its L4 "
+        "header"),
 }
 
 
