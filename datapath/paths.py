@@ -118,8 +118,11 @@ def both_paths(sb: Sandbox, mode: str, send: Callable[[str], list[bytes]],
         second = send(f"fast path ({mode})")
     except pytest.xfail.Exception as exc:
         second_xfail, second = exc, []
+    # Where the kernel added packets of its own to the first window, the second
+    # may never reach its passes: judge() decides on what it has after the wait.
     _, fast = _settle(sb, middle, lambda d: d.passes >= slow.passes,
-                      "the second send to pass the datapath as often as the first")
+                      "the second send to pass the datapath as often as the first",
+                      strict=False)
     problems = judge(slow, fast, mode)
     if (first_xfail is None) != (second_xfail is None):
         problems.append("the upcall path " + ("deviated as a known bug and the fast path did "
@@ -170,9 +173,10 @@ def judge(slow: PathStats, fast: PathStats, mode: str) -> list[str]:
 
 
 def _settle(sb: Sandbox, base: PathStats, done: Callable[[PathStats], bool],
-            what: str) -> tuple[PathStats, PathStats]:
+            what: str, strict: bool = True) -> tuple[PathStats, PathStats]:
     """(counters, counters since `base`), once `done` holds of the latter (PMD
-    threads count asynchronously)."""
+    threads count asynchronously); if it never does, a PathMismatch, or with
+    `strict` off the counters as they are then."""
     seen: list[PathStats] = []
 
     def ready() -> bool:
@@ -181,6 +185,7 @@ def _settle(sb: Sandbox, base: PathStats, done: Callable[[PathStats], bool],
     try:
         wait_until(ready, 5.0, what=what)
     except WaitTimeout as exc:
-        last = (seen[-1] - base).describe() if seen else "no counters"
-        raise PathMismatch(f"{exc}: {last}") from None
+        if strict or not seen:
+            last = (seen[-1] - base).describe() if seen else "no counters"
+            raise PathMismatch(f"{exc}: {last}") from None
     return seen[-1], seen[-1] - base
