@@ -381,8 +381,10 @@ def truncate(pkt: Packet, max_len: int) -> None:
         # A UDP tunnel's outer checksum over it: OVS's shortcut takes the uncut
         # packet's headers, except where the cut leaves part of a TCP header or
         # the UDP checksum field held 0 (see bugs.TRUNC_PENDING_CSUM).
-        tcp_len = (pkt.data[start + 12] >> 4) * 4 if lay.proto == PROTO_TCP else 0
-        if not (0 <= max_len - start < tcp_len) and field[0] != 0:
+        tcp_len = ((pkt.data[start + 12] >> 4) * 4
+                   if lay.proto == PROTO_TCP and start + 12 < len(pkt.data) else 0)
+        if not (0 <= max_len - start < tcp_len) and not (lay.proto == PROTO_UDP
+                                                         and field[0] == 0):
             pkt.cut_uncut_sum = csum.ones_sum(bytes(pkt.data))
     right = bytes(pkt.data[:max_len])
     pkt.data = bytearray(right)
