@@ -19,6 +19,7 @@ import pytest
 from fixtures.system_dpdk import (FILE, NEEDS_NIC, OvsDpdk, ovs_dpdk,  # noqa: F401
                                   skip_without_cpus)
 from harness.control import check
+from harness.wait import settled
 from collections.abc import Callable
 
 VHOST_CLIENT_ALLOW = r"VHOST_CONFIG: \(.*dpdkvhostclient0\) failed to connect: No such file or directory"
@@ -299,7 +300,9 @@ def test_user_configured_mempool(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
         check(sb.vsctl("set", "Interface", "p1", f"mtu_request={value}"))
         ovs.log.wait(found, since=since, regex=True)
         ovs.log.wait(then, since=since)
-        assert check(sb.vsctl("get", "Interface", "p1", "mtu")).stdout == f"{value}\n"
+        # The mtu column follows the reconfiguration a moment later.
+        assert settled(lambda: check(sb.vsctl("get", "Interface", "p1", "mtu")).stdout,
+                       f"{value}\n") == f"{value}\n"
     check(sb.vsctl("del-port", "br10", "p1"))
 
 
