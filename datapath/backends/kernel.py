@@ -49,6 +49,7 @@ def link_chatter(frame: bytes) -> bool:
     return (lay.ipv == 6 and lay.proto == ICMPV6 and lay.payload is not None
             and len(bare) > lay.payload and bare[lay.payload] in LINK_CHATTER)
 
+
 def datapath_rx_packets(sb: Sandbox) -> int:
     """Packets the userspace datapath received on all its threads and ports."""
     return total(parse_pmd_stats(check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout), "rx")

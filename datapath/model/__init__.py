@@ -14,7 +14,8 @@ from datapath.model import bugs, csum, gso
 from datapath.model.actions import Action, Output, PushTunnel, Truncate
 from datapath.model.bugs import OvsBug
 from datapath.model.packet import Packet
-from datapath.model.send import Egress, complete_in_software, transmit, truncate
+from datapath.model.cut import truncate
+from datapath.model.send import Egress, complete_in_software, transmit
 from datapath.model.tunnel import TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
 from harness.compare import compare_frames

@@ -226,7 +226,7 @@ def check_crashes(pkt: "Packet", tx: "TxOffloads") -> None:
             _add(pkt, L4_PARTIAL_NOT_TCP_UDP)
     # A cut before a pending IPv4 TCP/UDP header: completing it sums a negative size,
     # unless it is handed to a port that advertises the offload and does not do it.
-    if pkt.cut_before_l4 and pkt.cut_flag not in tx.driver_flags():
+    if pkt.cut is not None and pkt.cut.before_l4 and pkt.cut.flag not in tx.driver_flags():
         _add(pkt, TRUNC_L4_CUT_CRASH)
     # packet_udp_tunnel_csum() asserts that a set segment size divides the payload
     # into whole segments (dp_packet_gso_nr_segs(): DIV_ROUND_UP, 0 for no payload).
@@ -312,30 +312,10 @@ def deviations(pkt: "Packet", slots: list[str], tx: "TxOffloads | None" = None) 
         changed = pkt.copy()
         change(changed)
         found.append(Deviation(bug, changed, note=note))
-    undone = tx.driver_flags() if tx is not None else frozenset()
-    flags = tx.netdev_flags() if tx is not None else frozenset()
-    # A VXLAN/Geneve outer UDP checksum that OVS's code takes (dp_packet_ol_send_prepare:
-    # the port lacks the feature, or netdev-dummy does it with the inner one left to
-    # it too) goes by the nested-checksum shortcut, which reads the uncut packet's
-    # headers; where the cut left part of a TCP header the shortcut fails, and OVS
-    # then completes the inner checksum itself, whatever the port offers.
-    uncut = pkt.cut_uncut_sum
-    by_ovs = pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots and (
-        "out_udp" not in flags or ("out_udp" not in undone and pkt.cut_flag in flags))
-    outer = uncut is not None and by_ovs
-    inner = pkt.cut_change is not None and (pkt.cut_flag not in undone
-                                            or (by_ovs and uncut is None))
-    if inner or outer:
-        changed = pkt.copy()
-        if inner and pkt.cut_change is not None:
-            pkt.cut_change(changed)
-        elif pkt.cut_flag in undone and pkt.cut_handed is not None:
-            pkt.cut_handed(changed)  # handed to a port that does not do it
-        found.append(Deviation(
-            TRUNC_PENDING_CSUM, changed,
-            {"outer.UDP": functools.partial(_uncut_outer, uncut=uncut or 0)} if outer else {},
-            note="OVS completes the pending checksum over the truncated bytes" if inner
-            else "OVS takes the outer UDP checksum as for the packet before the cut"))
+    from datapath.model import cut
+    truncated = cut.deviation(pkt, slots, tx)
+    if truncated is not None:
+        found.append(truncated)
     return found
 
 
@@ -381,31 +361,6 @@ def _lco_outer(pkt: "Packet", outer: "Layer", proto: int, length: int) -> None:
     tmp.put16(outer.l4_csum_ofs, 0)
     pkt.put16(outer.l4_csum_ofs, csum.finish(tmp.l4_sum(tmp.outer)) or 0xFFFF)
     outer.l4_csum = CsumState.GOOD
-
-
-def _uncut_outer(pkt: "Packet", outer: "Layer", uncut: int) -> None:
-    """TRUNC_PENDING_CSUM: the outer UDP checksum of a VXLAN/Geneve packet whose
-    inner frame was cut, taken over the outer pseudo-header, the UDP and tunnel
-    headers as they are and the inner frame as it was before the cut, its
-    checksums right (its ones' sum `uncut`); 0 is sent as 0xffff (RFC 768)."""
-    from datapath.model import csum
-    from datapath.offloads import CsumState
-    assert outer.l4 is not None
-    start = len(pkt.data) - _cut_len(pkt)
-    pkt.put16(outer.l4_csum_ofs, 0)
-    total = csum.ones_sum(bytes(pkt.data[outer.l4:start]), pkt.pseudo_header(outer))
-    pkt.put16(outer.l4_csum_ofs, csum.finish(csum.ones_sum(b"", total + uncut)) or 0xFFFF)
-    outer.l4_csum = CsumState.GOOD
-
-
-def _cut_len(pkt: "Packet") -> int:
-    """The length of the cut frame inside a tunnel packet: what follows its
-    tunnel header (VXLAN's 8 bytes, Geneve's 8 plus options)."""
-    assert pkt.outer.l4 is not None
-    body = pkt.outer.l4 + 8
-    if pkt.tunnel == "geneve":
-        return len(pkt.data) - body - 8 - (pkt.data[body] & 0x3F) * 4
-    return len(pkt.data) - body - 8
 
 
 def merge(pkt: "Packet", found: list[Deviation]) -> Deviation:

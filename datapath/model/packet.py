@@ -170,6 +170,23 @@ def _set_l4(layer: Layer, proto: int, l4: int, l4_size: int) -> None:
         layer.l4 = l4
 
 
+@dataclass(frozen=True)
+class Cut:
+    """A packet output max_len cut while a TCP/UDP checksum was pending: what
+    OVS does with it depends on the port, so egress decides (datapath/model/cut.py)."""
+
+    length: int  # max_len: the cut frame's length
+    flag: str  # the offload flag that checksum needs: "tcp" or "udp"
+    before_l4: bool  # the cut fell before an IPv4 TCP/UDP header (bugs.TRUNC_L4_CUT_CRASH)
+    # OVS's own bytes for it, completed over what is left (bugs.TRUNC_PENDING_CSUM),
+    # and the bytes as received (a port that takes the offload and does not do it).
+    change: Callable[["Packet"], None] | None
+    handed: Callable[["Packet"], None] | None
+    # The uncut packet's ones' sum, where a UDP tunnel's outer checksum shortcut
+    # would take the uncut headers; None where the shortcut gives up.
+    uncut_sum: int | None
+
+
 @dataclass
 class Packet:
     data: bytearray
@@ -188,19 +205,9 @@ class Packet:
     # Other bytes the contract allows for checksums already final (send.py E7):
     # each makes the packet into one the egress may also start from.
     choices: list[Callable[["Packet"], None]] = field(default_factory=list)
-    # output max_len cut this packet while a TCP/UDP checksum was pending (send.truncate):
-    # the offload flag that checksum needs ("tcp", "udp"); OVS's own bytes for it where
-    # they differ (bugs.TRUNC_PENDING_CSUM); and whether the cut fell before an IPv4
-    # TCP/UDP header (bugs.TRUNC_L4_CUT_CRASH).  Which applies depends on the tx port.
-    cut_flag: str | None = None
-    cut_change: Callable[["Packet"], None] | None = None
-    cut_before_l4: bool = False
-    # For a UDP tunnel's outer checksum over the cut packet (bugs.TRUNC_PENDING_CSUM):
-    # whether OVS takes it as for the uncut packet, and that packet's ones' sum.
-    cut_uncut_sum: int | None = None
-    # The cut bytes with the pending checksum as received: what a port that takes
-    # the offload and does not do it leaves (send.py E3).
-    cut_handed: Callable[["Packet"], None] | None = None
+    # What output max_len left for egress (datapath/model/cut.py), if it cut the
+    # packet while a TCP/UDP checksum was pending.
+    cut: Cut | None = None
 
     @classmethod
     def parse(cls, frame: bytes) -> "Packet":
@@ -212,9 +219,7 @@ class Packet:
         return Packet(bytearray(self.data), replace(self.outer),
                       None if self.inner is None else replace(self.inner), self.tunnel, [],
                       self.gre_csum_ofs, list(self.bugs), self.ovs_gre_csum,
-                      list(self.ovs_changes), self.tso_segsz, list(self.choices),
-                      self.cut_flag, self.cut_change, self.cut_before_l4,
-                      self.cut_uncut_sum, self.cut_handed)
+                      list(self.ovs_changes), self.tso_segsz, list(self.choices), self.cut)
 
     # The outermost layer is what rewrites act on.
     @property

@@ -45,7 +45,8 @@ E7  A checksum an rx port flagged good is, to the datapath, validated (CSUM-DOC:
 E8  output(port, max_len) hands the port the first max_len bytes of the
     packet as it would leave (ovs-actions(7): truncation serves mirroring to a
     collector): its postponed checksums are completed first (E2), then it is
-    cut.  No checksum below the cut is judged: its bytes are gone.
+    cut.  No checksum below the cut is judged: its bytes are gone
+    (datapath/model/cut.py).
 
 Before a second tunnel header goes on, every pending checksum is completed in
 software: offload flags reach an inner and an outer header only (DPDK mbuf
@@ -126,9 +127,10 @@ def complete(pkt: Packet, tx: TxOffloads) -> Egress:
             lay.l4_csum = CsumState.UNKNOWN
     slots = pending_slots(pkt, tx)
     allowed, canonical = variants(pkt, slots)
-    if pkt.cut_handed is not None and pkt.cut_flag in tx.driver_flags():
+    if pkt.cut is not None and pkt.cut.handed is not None \
+            and pkt.cut.flag in tx.driver_flags():
         handed = pkt.copy()  # E3: a cut packet's pending checksum left to such a port
-        pkt.cut_handed(handed)
+        pkt.cut.handed(handed)
         allowed.update(variants(handed, slots)[0])
     for slot in slots:
         pkt.notes.append(f"{slot.name} checksum pending: " + (
@@ -319,15 +321,15 @@ def complete_in_software(pkt: Packet, why: str) -> None:
     if trusting is not None and trusting != pkt.u16(pkt.outer.l4_csum_ofs):
         other = pkt.copy()
         other.put16(other.outer.l4_csum_ofs, trusting)
-        pkt.choices.append(_patch_from_end(bytes(pkt.data), bytes(other.data)))
+        pkt.choices.append(patch_from_end(bytes(pkt.data), bytes(other.data)))
         pkt.notes.append(f"outer.UDP 0x{trusting:04x} allowed too: computed as if the checksums "
                          "flagged good under it were right (E7)")
     for bug, (data, note) in ovs.items():
         if data != bytes(pkt.data):
-            bugs.record_change(pkt, bug, _patch_from_end(bytes(pkt.data), data), note)
+            bugs.record_change(pkt, bug, patch_from_end(bytes(pkt.data), data), note)
 
 
-def _patch_from_end(right: bytes, other: bytes) -> bugs.Change:
+def patch_from_end(right: bytes, other: bytes) -> bugs.Change:
     """A change that makes `right` into `other`, each byte placed from the end:
     it still finds its bytes after more headers went on in front."""
     back = [(len(right) - i, other[i]) for i in range(len(right)) if right[i] != other[i]]
@@ -337,68 +339,3 @@ def _patch_from_end(right: bytes, other: bytes) -> bugs.Change:
             pkt.data[len(pkt.data) - distance] = value
     return patch
 
-
-def truncate(pkt: Packet, max_len: int) -> None:
-    """E8: complete, then cut to `max_len` bytes.  OVS cuts first and completes a
-    pending TCP/UDP checksum at egress over the bytes left, or, where the cut fell
-    before an IPv4 TCP/UDP header, dies (bugs.TRUNC_PENDING_CSUM,
-    bugs.TRUNC_L4_CUT_CRASH); unless it hands the checksum to a port that
-    advertises the offload and does not do it.  Both are kept on the packet
-    for egress, which knows the port."""
-    if len(pkt.data) <= max_len:
-        return
-    if pkt.tso_segsz:
-        raise NotImplementedError("model: output max_len of a TSO packet")
-    ovs = pkt.copy()
-    ovs.data = ovs.data[:max_len]
-    for lay in (ovs.inner, ovs.outer):
-        if lay is None or lay.l3 is None:
-            continue
-        if lay.ip_csum is CsumState.PARTIAL and lay.ipv == 4 and lay.l3 < max_len \
-                and lay.l3 + (ovs.data[lay.l3] & 0x0F) * 4 <= max_len:
-            ovs.set_ip_csum(lay)
-        if lay.l4_csum is CsumState.PARTIAL and lay.l4 is not None \
-                and lay.proto in (PROTO_TCP, PROTO_UDP) and not lay.fragment \
-                and lay.l4_csum_ofs + 2 <= max_len:
-            # packet_{tcp,udp}_complete_csum(): over IPv6 the pseudo-header's length
-            # is the L4 bytes left; over IPv4 it comes from the header.
-            ovs.set_l4_csum(lay, pseudo_len=max_len - lay.l4 if lay.ipv == 6 else None)
-    pending = [lay for lay in (pkt.inner, pkt.outer)
-               if lay is not None and lay.l3 is not None and lay.payload is not None
-               and lay.l4_csum is CsumState.PARTIAL and lay.proto in (PROTO_TCP, PROTO_UDP)]
-    field = [pkt.u16(lay.l4_csum_ofs) if lay.l4 is not None else None for lay in pending]
-    handed = bytes(pkt.data[:max_len])
-    changes = len(pkt.ovs_changes)
-    complete_in_software(pkt, f"output max_len={max_len}: before the cut,")
-    if len(pkt.ovs_changes) != changes:
-        raise NotImplementedError("model: output max_len of a packet OVS completes otherwise")
-    if pending:  # what OVS does with it depends on the port: bugs.py, at egress
-        lay = pending[0]
-        start = lay.payload
-        assert start is not None
-        pkt.cut_flag = "tcp" if lay.proto == PROTO_TCP else "udp"
-        pkt.cut_before_l4 = lay.ipv == 4 and start > max_len
-        # A UDP tunnel's outer checksum over it: OVS's shortcut takes the uncut
-        # packet's headers, except where the cut leaves part of a TCP header or
-        # the UDP checksum field held 0 (see bugs.TRUNC_PENDING_CSUM).
-        tcp_len = ((pkt.data[start + 12] >> 4) * 4
-                   if lay.proto == PROTO_TCP and start + 12 < len(pkt.data) else 0)
-        if not (0 <= max_len - start < tcp_len) and not (lay.proto == PROTO_UDP
-                                                         and field[0] == 0):
-            pkt.cut_uncut_sum = csum.ones_sum(bytes(pkt.data))
-    right = bytes(pkt.data[:max_len])
-    pkt.data = bytearray(right)
-    for lay in (pkt.outer, pkt.inner):
-        if lay is None or lay.l3 is None or lay.l3 + lay.l3_size <= max_len:
-            continue
-        lay.l4 = None  # its checksum covers bytes that are gone: not judged
-        header = 40 if lay.ipv == 6 else (
-            (pkt.data[lay.l3] & 0x0F) * 4 if lay.l3 < max_len else max_len)
-        if lay.l3 + header > max_len:  # nor is an IP header cut short
-            lay.l3, lay.payload = None, None
-    pkt.notes.append(f"output max_len={max_len}: the first {max_len} bytes leave")
-    theirs = bytes(ovs.data)
-    if theirs != right:
-        pkt.cut_change = _patch_from_end(right, theirs)
-    if pending and handed != right:
-        pkt.cut_handed = _patch_from_end(right, handed)
