@@ -73,18 +73,6 @@ SRV6 = {
 }
 
 
-def add_veth_ns(t: Traffic, ns1: Netns, port1: str, addr1: str, ns2: Netns, port2: str,
-                addr2: str) -> None:
-    """ADD_VETH_NS: a veth pair between two namespaces, up, addressed."""
-    t.ip("link", "add", port1, "type", "veth", "peer", "name", port2)
-    t.ip("link", "set", port1, "netns", ns1.name)
-    t.ip("link", "set", port2, "netns", ns2.name)
-    t.ip("link", "set", port1, "up", ns=ns1)
-    t.ip("link", "set", port2, "up", ns=ns2)
-    t.ip("addr", "add", addr1, "dev", port1, ns=ns1)
-    t.ip("addr", "add", addr2, "dev", port2, ns=ns2)
-
-
 @FLAVOUR
 @pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t),
                                                 id="ping6" if o.six else "ping")
@@ -128,7 +116,7 @@ def test_ping_over_srv6_tunnel(system_traffic: Callable[..., Traffic],
     check(t.sb.ofctl("add-flow", "br0",
                      f"in_port=at_srv6,actions=mod_dl_dst:{OVS_MAC},output:LOCAL"))
 
-    add_veth_ns(t, ns0, "ovs-veth0", o.ns0_addr, ns1, "ovs-veth1", o.ns1_addr)
+    t.add_veth_ns(ns0, "ovs-veth0", o.ns0_addr, ns1, "ovs-veth1", o.ns1_addr)
     t.ip("sr", "tunsrc", "set", SID, ns=ns0)
     overlay_net = "fc00:100::0/64" if o.six else "10.100.100.0/24"
     t.ip(*(["-6"] if o.six else []), "route", "add", overlay_net, "encap", "seg6", "mode",
