@@ -28,6 +28,7 @@ from harness.records import RunRecord
 FAILED = ("failed", "error")
 CALM = "calm"
 VERDICT_ORDER = ("flaky", "failing", "xpassed", "xfailed", "skipped", "passed")
+TALLY_ORDER = ("failed", "error", "passed", "xfailed", "skipped", "xpassed")  # a run's line
 MESSAGE_CHARS = 240
 LISTED_BEFORE = 3  # ids named in "failed only when ... ran before it"
 
@@ -217,8 +218,7 @@ def run_line(run: Run) -> str:
     """`run 1 seed 43 hogs: 21.4 s, exit 0, 15 passed, 2 xfailed`."""
     counts = Counter(o.outcome for o in run.outcomes.values())
     tally = ", ".join(f"{n} {name}" for name, n in sorted(
-        counts.items(), key=lambda kv: (VERDICT_ORDER + FAILED).index(kv[0])
-        if kv[0] in VERDICT_ORDER + FAILED else 99))
+        counts.items(), key=lambda kv: TALLY_ORDER.index(kv[0]) if kv[0] in TALLY_ORDER else 99))
     workers = f", -n {run.workers}" if run.workers > 0 else ""
     return (f"run {run.index} seed {run.seed} {run.load}{workers}: "
             f"{run.seconds:.1f} s, exit {run.exit_code}, {tally or 'no ids'}")
