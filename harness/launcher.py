@@ -14,6 +14,11 @@ Stdlib only: this runs on the bare host before any dependency exists.
                                     upstream dpif-netdev.at test plus a report (export/)
     ./ovstest perf [--quick] [--baseline A --candidate B] [--out-dir DIR]
                                     datapath throughput sweep (perf/), perf.html and plots
+    ./ovstest flaky [--runs N] [--stress] [--seed S] [--out-dir DIR] [PYTEST ARGS]
+                                    the selection N times (default 5) in shuffled orders,
+                                    --stress under CPU hogs and -n 2; flaky.txt/json per
+                                    id in reports/out-flaky/; exit 1 if an id is flaky
+                                    or failing (harness/flaky.py)
     ./ovstest provision             only build (or check) the cached runtime root
     ./ovstest shell [COMMAND...]    a shell (or one command) inside the sealed runtime
 
@@ -34,10 +39,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import flaky as flaky_driver
 from harness.install import InstallError, Layout, find_layout
 from harness.runtime import (OVS_PACKAGE, REPO_ROOT, LaunchError, hold, provision,
                              runtime_versions, sealed_argv, upstream_version)
 
+HELP = "\n\n".join(__doc__.split("\n\n")[i] for i in (0, 2))  # the purpose, the modes
 RUNTIME_WORDS = ("runtime", "packaged")
 SYSTEM_DIRS = (Path("/"), Path("/usr"), Path("/bin"), Path("/sbin"), Path("/lib"),
                Path("/etc"), Path("/var"), Path("/proc"), Path("/sys"), Path("/dev"))
@@ -157,7 +164,8 @@ def inner_args(mode: str, extra: list[str]) -> list[str]:
         return ["bench/bench_suite.py", *extra]
     if mode == "export-at":
         return ["-m", "export", *extra]
-    targets = {"suite": ["cases"], "test": ["tests", "cases"], "compare": ["cases"]}[mode]
+    targets = {"suite": ["cases"], "test": ["tests", "cases"], "compare": ["cases"],
+               "flaky": ["cases"]}[mode]
     # Explicit paths or node ids in the checkout replace the default targets.
     if any(not a.startswith("-") and (REPO_ROOT / a.split("::")[0]).resolve().is_relative_to(
             REPO_ROOT) and (REPO_ROOT / a.split("::")[0]).exists() for a in extra):
@@ -171,10 +179,16 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def run_sealed(argv: list[str], env: dict[str, str]) -> int:
-    """Run one sealed command to its end (compare runs several); Ctrl-C reaches it
-    too, and we wait for it to clean up."""
-    proc = subprocess.Popen(argv, env=env, preexec_fn=_die_with_parent, close_fds=False)
+def run_sealed(argv: list[str], env: dict[str, str], log: Path | None = None) -> int:
+    """Run one sealed command to its end (compare and flaky run several), its
+    output to `log` if given; Ctrl-C reaches it too, and we wait for it to clean up."""
+    out = open(log, "w", encoding="utf-8") if log else None
+    try:
+        proc = subprocess.Popen(argv, env=env, preexec_fn=_die_with_parent, close_fds=False,
+                                stdout=out, stderr=subprocess.STDOUT if out else None)
+    finally:
+        if out:
+            out.close()  # the child has its own copy
     while True:
         try:
             return proc.wait()
@@ -317,11 +331,28 @@ def perf(root: Path, args: argparse.Namespace, choice: Choice, extra: list[str])
     return exec_sealed(sealed, sealed_env)
 
 
+def flaky(root: Path, options: flaky_driver.Options, choice: Choice, extra: list[str]) -> int:
+    """The selection several times, each run a sealed pytest of its own writing to
+    run-NN/ under the flaky output directory (harness/flaky.py drives them)."""
+    given, extra = flaky_driver.pop_out_dir(extra)
+    rw: list[Path] = []
+    host_out = user_path(given or flaky_driver.DEFAULT_OUT)
+    sealed_out = sealed_path(host_out, rw)
+
+    def seal(inner: list[str], env: dict[str, str], log: Path) -> int:
+        argv, sealed_env = sealed_argv(root, inner, ro=choice.mounts, rw=tuple(rw),
+                                       extra_env={**choice.env(), **env})
+        return run_sealed(argv, sealed_env, log)
+
+    return flaky_driver.drive(options, inner_args("flaky", extra), host_out, sealed_out, seal)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="ovstest", description=__doc__.split("\n\n")[0],
+        prog="ovstest", description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
-    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "perf",
+    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "perf", "flaky",
                                          "provision", "shell", "export-at"])
     parser.add_argument("--ovs-bindir", default=None,
                         help="the OVS to test: an install prefix, its bin/ or sbin/, or a build "
@@ -331,6 +362,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidate", help="compare: the OVS under review")
     parser.add_argument("--quick", action="store_true",
                         help="perf: one point per topology, one repeat (three for A/B)")
+    parser.add_argument("--runs", metavar="N",
+                        help=f"flaky: how many runs (default {flaky_driver.DEFAULT_RUNS})")
+    parser.add_argument("--stress", action="store_true",
+                        help="flaky: a calm run 0, then runs 1..N under one busy loop per CPU, "
+                        "the even ones also with pytest -n 2")
+    parser.add_argument("--seed", metavar="S",
+                        help="flaky: run k shuffles with seed S+k (default: drawn, and printed)")
     parser.add_argument("--rebuild-runtime", action="store_true",
                         help="provision the runtime root again even if cached")
     args, extra = parser.parse_known_args(argv)
@@ -351,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         elif args.baseline or args.candidate:
             raise LaunchError("--baseline and --candidate are for './ovstest compare' and "
                               "'./ovstest perf'")
+        if args.mode != "flaky" and (args.runs is not None or args.stress or args.seed is not None):
+            raise LaunchError("--runs, --stress and --seed are for './ovstest flaky'")
+        # Bad input fails before provisioning; the seed is drawn here, once.
+        options = flaky_driver.parse_options(args.runs, args.stress, args.seed) \
+            if args.mode == "flaky" else None
         out_dir = None
         if args.mode == "compare" and "--out-dir" in extra:  # compare places its runs itself
             i = extra.index("--out-dir")
@@ -373,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
         assert choice is not None
         if args.mode == "perf":
             return perf(root, args, choice, extra)
+        if options is not None:
+            if choice.layout is not None:
+                probe(root, choice)
+            return flaky(root, options, choice, extra)
         if choice.layout is not None:
             probe(root, choice)
         extra, rw = out_dir_mounts(extra)
