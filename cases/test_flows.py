@@ -18,6 +18,7 @@ from datapath.backends.dummy import DummyPort, wait_connected
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from harness.control import check
+from harness.dpflows import installed, wait_retranslated
 from harness.logscan import miss_upcall_keys
 from datapath.expect import expect_frames
 from fixtures.pmd import icmp_frame
@@ -135,11 +136,18 @@ def test_datapath_flow_modification(sandbox: Sandbox, case_record: CaseRecord, p
     check(sandbox.appctl("revalidator/wait"))
     check(sandbox.appctl("dpif/dump-flows", "br0"),
           stdout=DP_FLOW + "packets:0, bytes:0, used:never, actions:2\n")
+    before = installed(sandbox)
     check(sandbox.ofctl("del-flows", "br0"))
     check(sandbox.ofctl("add-flow", "br0", "priority=1,in_port=1,dl_src=00:06:07:08:09:0a,"
                         "dl_dst=00:01:02:03:04:05,dl_type=0x0801,actions=output:2"))
     check(sandbox.ofctl("add-flow", "br0", "priority=0,in_port=1,actions=IN_PORT"))
     check(sandbox.appctl("revalidator/wait"))
+    # That one revalidator/wait (upstream's) may end with a round begun before
+    # the rules changed, or between the three commands (the flow then drops
+    # with the emptied table): the packet must meet the flow modified to the
+    # new rules' IN_PORT (harness/dpflows.py).
+    wait_retranslated(sandbox, before, affected=lambda actions: actions == "2",
+                      to=lambda actions: actions == "1", what="the new rules (IN_PORT)")
     check(sandbox.appctl("netdev-dummy/receive", "p1", VLAN, "--len", "64"))
     leaves("p1", "after the rules change: back out of p1")
     want = DP_FLOW + "packets:1, bytes:64, used:0.0s, actions:1\n"

@@ -19,6 +19,7 @@ from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from fixtures.frames import L7
 from harness.control import check
+from harness.dpflows import installed, wait_retranslated
 from datapath.expect import send_and_expect
 from harness.filters import bre, strip_xout_keep_actions
 from harness.sandbox import Sandbox
@@ -183,8 +184,14 @@ def test_revalidator_modify_overlapping_flows(sandbox: Sandbox, case_record: Cas
             wait_until(lambda n=taken + i + 1: p1.rx_count() >= n, 10, what="p1 to keep up")
     wait_until(lambda: p1.rx_count() >= taken + 257, 10, what="p1 to take all 257 packets")
     check(sandbox.appctl("time/warp", "500", "2000"))  # enough to optimize the subtables
+    before = installed(sandbox)
     replace_flows(sandbox, "table=0,in_port=p1,ip,nw_dst=10.1.0.0/16 actions=p2")
     check(sandbox.appctl("revalidator/wait"))
+    # That one revalidator/wait (upstream's) may end with a round begun before
+    # the bundle replaced the rules; both flows must have followed before the
+    # check (harness/dpflows.py).
+    wait_retranslated(sandbox, before, affected=lambda actions: actions == "ct(commit)",
+                      what="the rule's new actions=p2")
     assert strip_xout_keep_actions(dump(sandbox)) == "\n" + megaflow(
         "10.1.0.2", 16, "0.0s", "2") + megaflow("10.1.2.2", 24, "0.0s", "2")
     assert p2.read_tx() == []  # nothing left p2 after the first two packets

@@ -13,6 +13,13 @@ p1's received and p2's sent frames are captured (added rxq_pcap/tx_pcap,
 capture only) and each sent frame must be its received frame, unchanged.
 No tshark second opinion here: `--len` frames carry a UDP length longer than
 the datagram (netdev-dummy pads after setting it), which tshark will not verify.
+
+All 128 packets of a round share one datapath flow from p1, which outlives
+p2: once p2 is deleted a revalidator turns it into a drop, and once p2 is
+back it outputs to p2 again, each only on a revalidator round after the
+change.  Upstream sends the next round at once; a packet that met the flow
+in between would be dropped, so the case waits for each retranslation
+(harness/dpflows.py).
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from datapath.backends.dummy import DummyPort
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from harness.control import check
+from harness.dpflows import installed, wait_retranslated
 from datapath.expect import expect_frames
 from harness.pcap import PcapReader
 from harness.sandbox import Sandbox
@@ -48,6 +56,14 @@ def send_udp_pkts(sb: Sandbox, port: str, ofport: int) -> None:
             wait_until(lambda n=i: sent_by_p2(sb) >= n, 10, what=f"{port} to keep up")
 
 
+def del_p2(sb: Sandbox) -> None:
+    """ovs-vsctl del-port p2, and the flows from p1 following it (to drop)."""
+    before = installed(sb)
+    check(sb.vsctl("del-port", "p2"))
+    wait_retranslated(sb, before, affected=lambda actions: actions != "drop",
+                      what="p2's removal")
+
+
 def sent_by_p2(sb: Sandbox) -> int:
     return sb.port_stats().get("p2", {}).get("tx_packets", 0)
 
@@ -60,10 +76,13 @@ def steering_round(sb: Sandbox, mode: str, rx_pcap: PcapReader, n: int,
                    steps: list[Step]) -> tuple[int, int]:
     """Add p2 with two tx queues in `mode`, send 128 packets, return (q0, q1)."""
     pcap = f"p2-round{n}.pcap"
+    before = installed(sb)  # the last round's flows, dropping since p2 went
     check(sb.vsctl("add-port", "br0", "p2", "--", "set", "Interface", "p2", "type=dummy-pmd",
                    "ofport_request=2", "options:n_txq=2", f"other_config:tx-steering={mode}",
                    f"options:tx_pcap={pcap}"))
     check(sb.ofctl("add-flow", "br0", "in_port=1,actions=output:2"))
+    wait_retranslated(sb, before, affected=lambda actions: actions == "drop",
+                      what="p2 back on br0")
     p2 = DummyPort.existing(sb, "p2", 2, pcap_name=pcap)
     send_udp_pkts(sb, "p1", 1)
     sent: list[bytes] = []
@@ -93,10 +112,10 @@ def test_tx_packet_steering(sandbox: Sandbox, case_record: CaseRecord) -> None:
     rx_pcap = PcapReader(sb.rundir / "p1-rx.pcap")
     q0, q1 = steering_round(sb, "thread", rx_pcap, 1, case_record.steps)
     assert (q0, q1) in ((0, 128), (128, 0)), (q0, q1)
-    check(sb.vsctl("del-port", "p2"))
+    del_p2(sb)
     q0, q1 = steering_round(sb, "hash", rx_pcap, 2, case_record.steps)
     assert q0 > 0 and q1 > 0, (q0, q1)
-    check(sb.vsctl("del-port", "p2"))
+    del_p2(sb)
     check(sb.vsctl("set", "Open_vSwitch", ".", "other_config:hw-offload=true"))
     q0, q1 = steering_round(sb, "hash", rx_pcap, 3, case_record.steps)
     assert q0 > 0 and q1 > 0, (q0, q1)

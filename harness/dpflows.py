@@ -42,25 +42,39 @@ def installed(sb: Appctl) -> dict[str, str]:
 
 def wait_retranslated(sb: Appctl, before: dict[str, str], *,
                       affected: Callable[[str], bool] = lambda actions: True,
+                      to: Callable[[str], bool] | None = None,
                       timeout: float = 10.0, what: str = "the reconfiguration") -> None:
     """After a change that alters what installed flows do: wait until every
     flow of `before` (from installed(), read before the change) whose actions
-    are `affected` is gone from the datapath or carries other actions.  Each
-    look that finds one unchanged waits out a revalidator round first.  The
-    caller must know the change alters those actions; if OVS never applies it
-    to them, this fails saying which flows kept their old actions."""
+    are `affected` is gone from the datapath or carries other actions; with
+    `to`, actions for which `to` holds.  `to` is for a change made of several
+    commands (del-flows, then add-flow): a revalidator round between them may
+    leave a flow with an intermediate table's actions for a while.  Each look
+    that finds one not yet retranslated waits out a revalidator round first.
+    The caller must know the change alters those actions; if OVS never applies
+    it to them, this fails saying which flows kept their old actions."""
     stale = {m: a for m, a in before.items() if affected(a)}
 
-    def unchanged() -> dict[str, str]:
+    def pending() -> dict[str, str]:
+        """The stale flows still installed without their new actions, with the
+        actions they have now."""
         now = installed(sb)
-        return {m: a for m, a in stale.items() if now.get(m) == a}
+        return {m: now[m] for m, a in stale.items() if m in now
+                and (now[m] == a if to is None else not to(now[m]))}
 
     def applied() -> bool:
-        if not unchanged():
+        if not pending():
             return True
         check(sb.appctl("revalidator/wait"))
-        return not unchanged()
+        return not pending()
+
+    def describe() -> str:
+        left = pending()
+        old = [f"{m} -> {a}" for m, a in left.items() if a == stale[m]]
+        other = [f"{m} -> {a} (was {stale[m]})" for m, a in left.items() if a != stale[m]]
+        return "; ".join((["still with the old actions: " + "; ".join(old)] if old else [])
+                         + (["with neither the old nor the new actions: " + "; ".join(other)]
+                            if other else []))
 
     wait_until(applied, timeout, what=f"the datapath's installed flows to follow {what}",
-               describe=lambda: "still with the old actions: " + "; ".join(
-                   f"{m} -> {a}" for m, a in unchanged().items()))
+               describe=describe)

@@ -11,6 +11,7 @@ from harness.wait import WaitTimeout
 
 OLD = "tnl_push(tnl_port(4789),header(udp(src=0,dst=4789,csum=0x0)),out_port(100))"
 NEW = "tnl_push(tnl_port(4789),header(udp(src=0,dst=4789,csum=0xffff)),out_port(100))"
+DROP = "drop"
 ARP = "recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0806)"
 IP = "recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(src=10.0.0.1,frag=no)"
 
@@ -59,3 +60,22 @@ def test_a_flow_that_keeps_its_old_actions_fails_naming_it() -> None:
     with pytest.raises(WaitTimeout, match=r"still with the old actions: recirc_id.*0806.*csum=0x0"):
         wait_retranslated(dp, installed(dp), affected=lambda a: "tnl_push" in a, timeout=0.2,
                           what="csum=true")
+
+
+
+def test_to_waits_past_an_intermediate_table() -> None:
+    """del-flows then add-flow: a round between them gives the flow the empty
+    table's drop; with `to`, only the new rules' actions end the wait."""
+    dp = Datapath({ARP: OLD, IP: "2"}, {ARP: NEW}, rounds=3)
+    dp.flows[ARP] = DROP  # a round after del-flows, before add-flow
+    wait_retranslated(dp, {ARP: OLD, IP: "2"}, affected=lambda a: "tnl_push" in a,
+                      to=lambda a: a == NEW)
+    assert dp.waits == 3 and installed(dp)[ARP] == NEW
+
+
+def test_to_fails_naming_a_flow_left_with_other_actions() -> None:
+    dp = Datapath({ARP: DROP, IP: "2"}, {}, rounds=None)
+    with pytest.raises(WaitTimeout, match=r"with neither the old nor the new actions: "
+                                          r"recirc_id.*0806.* -> drop \(was tnl_push"):
+        wait_retranslated(dp, {ARP: OLD, IP: "2"}, affected=lambda a: "tnl_push" in a,
+                          to=lambda a: a == NEW, timeout=0.2)
