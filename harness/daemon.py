@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
+from harness import teardown_trace
 from harness.crash import crash_report
 from harness.unixctl import UnixctlClient, UnixctlError, UnixctlTimeout
 from harness.wait import WaitTimeout, wait_until
@@ -143,12 +144,14 @@ class Daemon:
         why = ""
         if self.alive():
             try:
-                self.transact(command[0], command[1:], timeout=timeout)
+                with teardown_trace.step(f"{self.name}: unixctl {' '.join(command)}"):
+                    self.transact(command[0], command[1:], timeout=timeout)
             except SandboxError as exc:  # a daemon that exits may hang up first
                 why = f" ({str(exc).splitlines()[0]})"
         self._drop_client()
         try:
-            self.proc.wait(timeout=timeout)
+            with teardown_trace.step(f"{self.name}: reap"):
+                self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise SandboxError(f"{self.name} did not exit within {timeout} s of "

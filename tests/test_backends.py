@@ -27,6 +27,7 @@ from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.capabilities import unavailable
 from fixtures.frames import (MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped,
                              with_l4_csum)
+from harness import teardown_trace
 from harness.sandbox import Sandbox
 from harness.control import Result
 
@@ -384,18 +385,27 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
     time.sleep(300)
 
 
+# Seconds an interrupted child has to tear everything down and exit.
+INTERRUPT_BUDGET = 60
+
+
 @needs_tap
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
 def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_install) -> None:
     """A child pytest builds namespaces, tap/veth (and, on DPDK, net_tap and a
     testpmd guest; with AF_XDP, a bpffs and an afxdp port) and helper
     processes, then is interrupted (Ctrl-C: SIGINT to its process group; or
-    SIGTERM).  Afterwards none of its namespaces, processes, bpffs mounts or
-    files (vhost-user sockets, /dev/shm, DPDK runtime files) may exist."""
+    SIGTERM).  It must end within INTERRUPT_BUDGET seconds, and afterwards none
+    of its namespaces, processes, bpffs mounts or files (vhost-user sockets,
+    /dev/shm, DPDK runtime files) may exist.  The child traces its teardown
+    steps (harness/teardown_trace.py): a failure shows them, in seconds after
+    the signal, with the signal-to-end time and the child's output."""
     ready = tmp_path / "ready.json"
+    trace = tmp_path / "teardown.trace"
     token = uuid.uuid4().hex
     before = _files()
-    env = {**os.environ, HOLD: str(ready), "OVSTEST_LEAK_TOKEN": token}
+    env = {**os.environ, HOLD: str(ready), "OVSTEST_LEAK_TOKEN": token,
+           teardown_trace.ENV: str(trace)}
     env.pop("RUNTIME_DIRECTORY", None)  # the child's DPDK runtime files: its own to remove
     if sig == signal.SIGINT:
         env["OVSTEST_HOLD_DPDK"] = "1"  # the Ctrl-C run holds DPDK resources too
@@ -405,6 +415,11 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
          f"{Path(__file__).relative_to(ROOT)}::test_hold_resources_until_interrupted"],
         cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
+
+    def evidence(out: str) -> str:
+        steps = teardown_trace.relative(trace.read_text(), signalled) if trace.exists() else ""
+        return (f"--- the child's teardown, in seconds after {sig.name} ---\n"
+                f"{steps or '(no step traced)'}\n--- the child's output (tail) ---\n{out[-3000:]}")
     try:
         deadline = time.monotonic() + 90
         while not ready.exists() and child.poll() is None and time.monotonic() < deadline:
@@ -417,11 +432,25 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
             assert info["backend"] == "dpdk" and len(info["pids"]) >= 4 + len(info["mounts"]), \
                 info  # iperf3, testpmd, the daemons (+ the AF_XDP vswitchd, other helpers)
         assert _processes_with(token)
+        signalled = time.monotonic()
         if sig == signal.SIGINT:
             os.killpg(child.pid, sig)  # what a terminal's Ctrl-C does
         else:
             os.kill(child.pid, sig)
-        out = child.communicate(timeout=60)[0]
+        try:
+            out = child.communicate(timeout=INTERRUPT_BUDGET)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            try:
+                out = child.communicate(timeout=10)[0]
+            except subprocess.TimeoutExpired:  # a helper it started holds the pipe open
+                out = "(no output: a process the child started still holds its pipe open)"
+            pytest.fail(f"the child pytest did not end within {INTERRUPT_BUDGET} s of "
+                        f"{sig.name}; killed it\n{evidence(out)}", pytrace=False)
+        took = time.monotonic() - signalled
+        print(f"{sig.name}: the child ended {took:.2f} s after the signal "
+              f"(exit status {child.returncode})")
+        print(teardown_trace.relative(trace.read_text(), signalled) if trace.exists() else "")
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
@@ -433,7 +462,8 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
     left_files = _files() - before
     assert not (left_ns or left_procs or left_mounts or left_files), (
         f"left behind: namespaces {sorted(left_ns)}, processes {left_procs}, bpffs mounts "
-        f"{sorted(left_mounts)}, files {sorted(left_files)}\n{out[-3000:]}")
+        f"{sorted(left_mounts)}, files {sorted(left_files)} (the child ended {took:.2f} s "
+        f"after {sig.name})\n{evidence(out)}")
     if info["mounts"] or info["backend"] == "dpdk":  # bpffs mount point, vhost-user socket
         assert set(info["files"]) - before, "the child made no file to check the cleanup of"
     for pid in info["pids"]:
