@@ -8,9 +8,11 @@ import ctypes
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Callable
 
+from harness import teardown_trace
 from harness.crash import crash_report
 from harness.unixctl import UnixctlClient, UnixctlError, UnixctlTimeout
 from harness.wait import WaitTimeout, wait_until
@@ -139,16 +141,32 @@ class Daemon:
             self._client = None
 
     def stop(self, command: list[str], timeout: float) -> None:
-        """Ask the daemon to exit and reap it; kill it if it does not."""
+        """Ask the daemon to exit and reap it, within `timeout` seconds in all; kill
+        it if it has not exited by then, and at once if the request cannot reach
+        it (no control connection: nothing will make it exit, so waiting for
+        that would only use up the time)."""
+        deadline = time.monotonic() + timeout
         why = ""
         if self.alive():
             try:
-                self.transact(command[0], command[1:], timeout=timeout)
-            except SandboxError as exc:  # a daemon that exits may hang up first
-                why = f" ({str(exc).splitlines()[0]})"
+                self.client()
+            except SandboxError as exc:  # dead meanwhile (reaped below), or unreachable
+                if self.alive():
+                    self.kill()
+                    raise SandboxError(f"{self.name} could not be asked to "
+                                       f"'{' '.join(command)}' ({str(exc).splitlines()[0]}); "
+                                       "killed it") from None
+            else:
+                try:
+                    with teardown_trace.step(f"{self.name}: unixctl {' '.join(command)}"):
+                        self.transact(command[0], command[1:],
+                                      timeout=max(0.0, deadline - time.monotonic()))
+                except SandboxError as exc:  # a daemon that exits may hang up first
+                    why = f" ({str(exc).splitlines()[0]})"
         self._drop_client()
         try:
-            self.proc.wait(timeout=timeout)
+            with teardown_trace.step(f"{self.name}: reap"):
+                self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.kill()
             raise SandboxError(f"{self.name} did not exit within {timeout} s of "

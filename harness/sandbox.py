@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, TypedDict
 
+from harness import teardown_trace
 from harness.control import Result, Transcript, check, run_tool
 from harness.daemon import Daemon, DaemonDied, SandboxError
 from harness.install import OvsInstall
@@ -138,7 +139,8 @@ class Sandbox:
             except DaemonDied as exc:
                 errors.append(str(exc))
         if scan_logs and not died:
-            bad = self.log_problems()
+            with teardown_trace.step("scan the daemon logs"):
+                bad = self.log_problems()
             if bad:
                 errors.append("unexpected lines in the daemon logs:\n" + "\n".join(bad))
             if self.expected_batch_grow is not None:
@@ -147,7 +149,8 @@ class Sandbox:
             if daemon is None:
                 continue
             try:
-                daemon.stop(cmd, timeout=10)
+                with teardown_trace.step(f"stop {daemon.name} ({' '.join(cmd)})"):
+                    daemon.stop(cmd, timeout=10)
             except SandboxError as exc:
                 errors.append(str(exc))
         self.vswitchd = self.ovsdb = None

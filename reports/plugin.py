@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from harness import teardown_trace
 from harness.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord,
                              known_bug_status)
 from harness.runtime import host_path
@@ -314,6 +315,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         known_bugs=state.known_bugs,
         argv=[str(a) for a in config.invocation_params.args],
     )
+    with teardown_trace.step("write the reports (results.json, HTML)"):
+        _write_reports(config, state, run)
+
+
+def _write_reports(config: pytest.Config, state: Any, run: RunRecord) -> None:
     shutil.rmtree(state.out_dir / PCAP_DIR, ignore_errors=True)  # an earlier run's
     dissect_failures(run.cases, state.out_dir)
     run.dump(str(state.out_dir / "results.json"))

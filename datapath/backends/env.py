@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from datapath.backends import afxdp, dpdk, tap
 from datapath.backends.kernel import KernelPort
 from datapath.backends.netns import Cleanup, Netns, unique_name
+from harness import teardown_trace
 from harness.control import Transcript
 from harness.install import OvsInstall
 from harness.sandbox import Sandbox
@@ -103,9 +104,11 @@ class RealEnv:
         if self.closed:
             return []
         self.closed = True
+        teardown_trace.note(f"close the {self.backend} environment")
         problems = self.cleanup.run()
         try:
-            self.sb.stop(scan_logs=scan_logs)
+            with teardown_trace.step(f"stop the {self.backend} sandbox"):
+                self.sb.stop(scan_logs=scan_logs)
         except AssertionError as exc:
             problems.append(str(exc))
             self.sb.kill()

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from datapath.model import csum
+from harness import teardown_trace
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/run/netns"
@@ -102,7 +103,8 @@ class Cleanup:
                     break
                 what, fn = self._items.pop()
             try:
-                fn()
+                with teardown_trace.step(f"cleanup '{what}'"):
+                    fn()
             except BaseException as exc:  # keep cleaning; report at the end
                 problems.append(f"cleanup '{what}': {type(exc).__name__}: {exc}")
         return problems
