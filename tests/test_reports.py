@@ -233,8 +233,12 @@ def _probe(request):
 def test_render_puts_failures_first_and_escapes(tmp_path: Path) -> None:
     cases = [_case("t.py::test_passing", "passed"), _case("t.py::test_xf", "xfailed", longrepr="XFAIL: bug"),
              _failed_case(), _case("t.py::test_broken_setup", "error", longrepr="E   RuntimeError: boom")]
-    html = Path(render(_run(cases), str(tmp_path))).read_text()
-    failures = html[html.index('id="failure-list"'):html.index('id="matrix-section"')]
+    known = [{"key": "gre-csum-at-push", "status": "present", "present": 1, "absent": 0,
+              "seen_in": "4.0.0", "title": "t", "where": "w"}]
+    html = Path(render(_run(cases, known_bugs=known), str(tmp_path))).read_text()
+    # Red first: the failures come before the known-bug table and the matrix.
+    assert html.index('id="failures"') < html.index('id="known-bugs"') < html.index('id="matrix-section"')
+    failures = html[html.index('id="failure-list"'):html.index('id="known-bugs"')]
     assert failures.index("test_fwd[csum_on]") < failures.index("test_broken_setup")
     assert "test_passing" not in failures and "test_xf" not in failures
     assert "1 failed" in html and "1 error" in html and "4.0.0" in html
