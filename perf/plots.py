@@ -112,7 +112,7 @@ def _ceiling(run: Run, path: str) -> bool:
     ax.set_yticks(range(len(rows)), [f"{r[0]} {r[1]}" for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.axvline(100, color="#7f7f7f", linestyle="--")
-    ax.set_xlabel("% of the ceiling (testpmd forwarding on the same ports, no OVS)")
+    ax.set_xlabel("% of the measured upper bound (the offered rate; p2p: testpmd on the same ports)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

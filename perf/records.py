@@ -81,8 +81,28 @@ class Point:
     def sides(self) -> list[str]:
         return list(dict.fromkeys(s.side for s in self.samples))
 
+    def bound(self) -> tuple[Summary, str] | None:
+        """A measured upper bound on the rate any side can deliver at this point,
+        and what it is.  Where a generator feeds the switch: the highest rate it
+        got onto the wire in any window of the point (what reaches the sink
+        cannot exceed what was sent; by conservation, not by assumption).
+        Where the ports themselves are the source (p2p): testpmd io between the
+        same ports, and only while no OVS side delivers more; a reference that
+        OVS beats bounds nothing, so there is no fraction then."""
+        offered = [s for side in self.sides() for s in (self.summary(side, "tx_pps"),)
+                   if s is not None and s.median > 0]
+        if offered:
+            return max(offered, key=lambda s: s.median), "the generator's offered rate"
+        ceil = self.summary(CEILING, "rx_pps")
+        if ceil is None or any(s.median > ceil.median for side in self.sides() if side != CEILING
+                               for s in (self.summary(side, "rx_pps"),) if s is not None):
+            return None
+        return ceil, "testpmd io between the same ports"
+
     def ceiling_fraction(self, side: str) -> float | None:
-        return fraction(self.summary(side, "rx_pps"), self.summary(CEILING, "rx_pps"))
+        """The side's delivered rate as a fraction of the point's bound()."""
+        bound = self.bound()
+        return fraction(self.summary(side, "rx_pps"), bound[0]) if bound else None
 
     def verdict(self, metric: str = "rx_pps") -> Verdict | None:
         if not all(side in self.sides() for side in AB_SIDES):
@@ -152,6 +172,9 @@ def point_json(point: Point) -> dict[str, Any]:
         if frac is not None:
             summaries[side]["ceiling_fraction"] = frac
     out["summary"] = summaries
+    bound = point.bound()
+    if bound is not None:
+        out["bound"] = {"pps": bound[0].median, "what": bound[1]}
     verdict = point.verdict()
     if verdict is not None:
         out["ab"] = verdict.to_json()

@@ -73,9 +73,11 @@ def ceiling_table(run: Run) -> list[dict[str, str]]:
     out = []
     for topo in run.topologies:
         for point in topo.points:
-            ceil = point.summary(CEILING, "rx_pps")
+            ceil, bound = point.summary(CEILING, "rx_pps"), point.bound()
             row = {"kind": topo.kind, "point": f"{point.size} B, {point.flows} flows",
-                   "ceiling": f"{ceil.median / 1e6:.3f}" if ceil else "-", "ovs": ""}
+                   "ceiling": f"{ceil.median / 1e6:.3f}" if ceil else "-",
+                   "bound": f"{bound[0].median / 1e6:.3f} ({bound[1]})" if bound
+                   else "none measured (testpmd's reference is below OVS)", "ovs": ""}
             parts = []
             for side in point.sides():
                 if side == CEILING:

@@ -115,14 +115,14 @@ def run_topology(kind: Kind, builds: dict[str, OvsInstall], layout: CoreLayout, 
 
 
 def point_line(point: Point) -> str:
-    """One progress line: each side's median rate, and the fraction of the ceiling."""
+    """One progress line: each side's median rate, and its fraction of the bound."""
     parts = []
     for side in point.sides():
         s = point.summary(side, "rx_pps")
         text = f"{side} {s.median / 1e6:.3f} Mpps" if s else f"{side} -"
         frac = point.ceiling_fraction(side) if side != CEILING else None
         if frac is not None:
-            text += f" ({100 * frac:.0f}% of ceiling)"
+            text += f" ({100 * frac:.0f}% of the bound)"
         parts.append(text)
     verdict = point.verdict()
     if verdict is not None and verdict.ratio is not None:

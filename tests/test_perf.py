@@ -375,3 +375,21 @@ def test_perf_cases_are_deselected_unless_asked_for(pytester: pytest.Pytester,
     expected = (f"no tests collected ({len(KINDS)} deselected)" if not selected
                 else f"{len(KINDS)} tests collected")
     assert expected in text, text[-1500:]
+
+
+def test_the_bound_is_the_offered_rate_where_a_generator_feeds_the_switch() -> None:
+    # tap: testpmd's net_tap reference (0.012) is below OVS (0.134): no bound at all.
+    point = Point("tap", 64, 1, [_sample("ceiling", 0, 0.012e6, tx_pps=0.5e6),
+                                 _sample("baseline", 0, 0.134e6, tx_pps=0.6e6)])
+    bound = point.bound()
+    assert bound is not None and bound[0].median == 0.6e6 and "offered" in bound[1]
+    assert point.ceiling_fraction("baseline") == pytest.approx(0.134 / 0.6)
+    assert all(point.ceiling_fraction(s) <= 1 for s in point.sides())  # type: ignore[operator]
+
+
+def test_a_reference_ovs_beats_bounds_nothing() -> None:
+    # p2p: the ports are the source (no offered rate); testpmd is the bound only while above OVS.
+    below = Point("p2p", 64, 1, [_sample("ceiling", 0, 5e6), _sample("baseline", 0, 9e6)])
+    assert below.bound() is None and below.ceiling_fraction("baseline") is None
+    above = Point("p2p", 64, 1, [_sample("ceiling", 0, 50e6), _sample("baseline", 0, 10e6)])
+    assert above.ceiling_fraction("baseline") == pytest.approx(0.2)
