@@ -120,6 +120,11 @@ class Sandbox:
         self.vswitchd = Daemon("ovs-vswitchd", argv, self.rundir, self.env,
                                executable=self.vswitchd_exe, preexec_fn=self.vswitchd_preexec)
         self.vswitchd.wait_ready(timeout)
+        # Where `ovs-vswitchd --detach` (upstream's OVS_VSWITCHD_START) would return:
+        # the initial configuration committed (iface_types, datapath_types in the
+        # database), which it logs its version right after.  The control socket
+        # comes earlier; a read of those columns before this finds them empty.
+        self.wait_log(r"\|bridge\|INFO\|.*\(Open vSwitch\) ", timeout=timeout)
         problems = startup_stderr_problems(self.vswitchd.stderr_path.read_text(errors="replace"))
         problems = [p for p in problems if not any(re.search(a, p) for a in self.stderr_allow)]
         if problems:
