@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.wait import wait_until
 from reports.browser import Browser, find_chromium
 from reports.plugin import output_dir
 from harness.records import CaseRecord, Command, RunRecord, Step
@@ -140,9 +141,12 @@ def test_report_of_a_real_run_in_chromium(pytester: pytest.Pytester, pytestconfi
         preview = browser.evaluate("""(() => { document.getElementById('reset').click();
             document.querySelector('#cases tbody button').click();
             const frame = document.querySelector('#cases tr.preview iframe');
+            if (frame) frame.addEventListener('load', () => { window.previewLoaded = true; });
             return frame && frame.getAttribute('src'); })()""")
         assert preview and preview.startswith("case/test_fwd_tx_ip-partial") and (out / preview).is_file()
-        time.sleep(0.3)  # let the preview load: its errors would show below
+        # The preview's own load (its load event), then its console errors (none allowed).
+        wait_until(lambda: browser.evaluate("window.previewLoaded === true"), 10,
+                   what="the case preview's load event")
         assert browser.console_errors() == []
 
         case_page = next((out / "case").glob("test_fwd_tx_ip-partial*.html"))
