@@ -71,14 +71,6 @@ RULES: dict[str, Rule] = {
         "segment-size payload the packet does not have, and receivers drop it.",
         "in packet_udp_tunnel_csum(), adjust the outer checksum for segmentation only "
         "when there is a payload to segment"),
-    "udp6-partial-zero-csum": Rule(
-        "IPv6 udp csum partial with a zero checksum field",
-        f"{CSUM_DOC} rule 5: a partial checksum \"may not be set in the packet data\" and "
-        "is completed at egress.  RFC 8200 section 8.1: \"unlike IPv4, the default behavior "
-        "when UDP packets are originated by an IPv6 node is that the UDP checksum is not "
-        "optional\"; a receiver discards a UDP/IPv6 packet with a zero checksum.  Zero is "
-        "no \"no checksum\" marker over IPv6: the checksum must be computed.",
-        "in packet_udp_complete_csum(), skip a zero checksum only over IPv4"),
     "ipv4-header-only-csum": Rule(
         "ip csum offload - header without payload",
         "RFC 791 section 3.1: the header checksum covers the header and must be correct "

@@ -85,13 +85,6 @@ TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     "lib/packets.c packet_udp_tunnel_csum(): recalc_csum16(udp_csum, payload_len, "
     "tso_segsz) with payload_len 0 (dp_packet_gso_nr_segs() is 0, so the assert holds)")
 
-UDP6_PARTIAL_ZERO = OvsBug(
-    "udp6-partial-zero-csum",
-    "a UDP/IPv6 checksum flagged partial (to be computed) leaves as 0 when the field held 0: "
-    "OVS takes 0 for 'no checksum', which IPv6 does not have (RFC 8200 §8.1: receivers "
-    "discard such packets)",
-    "lib/packets.c packet_udp_complete_csum(): returns early when udp_csum is 0, for IPv6 too")
-
 IPV4_HEADER_ONLY = OvsBug(
     "ipv4-header-only-csum",
     "an IPv4 packet without payload (total length = header length) whose header checksum is "
@@ -174,7 +167,7 @@ TRUNC_L4_CUT_CRASH = OvsBug(
     crash=True,
     signature=r"signal 11 \(Segmentation fault\)|SIGSEGV detected")
 
-ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, UDP6_PARTIAL_ZERO,
+ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
        TRUNC_L4_CUT_CRASH)
@@ -270,7 +263,6 @@ def _tso_tunnel_shortcut(pkt: "Packet", tx: "TxOffloads | None") -> int | None:
 def deviations(pkt: "Packet", slots: list[str], tx: "TxOffloads | None" = None) -> list[Deviation]:
     """The known deviations that may apply to this packet at egress to a port
     with `tx` (send.py keeps those that change what leaves)."""
-    from datapath.model.packet import PROTO_UDP
     found: list[Deviation] = []
     if "outer.UDP" in slots and _tso_tunnel_shortcut(pkt, tx) == 0:
         segsz = pkt.tso_segsz
@@ -286,10 +278,6 @@ def deviations(pkt: "Packet", slots: list[str], tx: "TxOffloads | None" = None) 
         lay = pkt.inner if name.startswith("inner.") else pkt.outer
         if lay is None or lay.l3 is None:
             continue
-        if name.endswith("UDP") and lay.ipv == 6 and lay.proto == PROTO_UDP \
-                and pkt.u16(lay.l4_csum_ofs) == 0:
-            found.append(Deviation(UDP6_PARTIAL_ZERO, pkt, {name: None},
-                                   note=f"OVS leaves the pending {name} checksum 0"))
         if name.endswith("IP") and lay.ipv == 4 \
                 and (pkt.data[lay.l3] & 0x0F) * 4 >= lay.l3_size:
             found.append(Deviation(IPV4_HEADER_ONLY, pkt, {name: None},

@@ -355,10 +355,9 @@ class Packet:
             if lay.l4 is not None and lay.proto in (PROTO_TCP, PROTO_UDP) and not lay.fragment:
                 name = prefix + lay.l4_name
                 if lay.proto == PROTO_UDP and self.u16(lay.l4_csum_ofs) == 0:
-                    # RFC 768: none over IPv4; RFC 8200 §8.1: never over IPv6, but
-                    # RFC 6935 lets a tunnel's outer UDP header go without.
-                    tunnel_outer = lay is self.outer and self.inner is not None
-                    out[name] = "none" if lay.ipv == 4 or tunnel_outer else "bad"
+                    # RFC 768: none; over IPv6 RFC 6935 §5 and RFC 6936 allow it
+                    # (send.py E2): neither good nor bad (tshark: illegal).
+                    out[name] = "none"
                 else:
                     ok = self.l4_sum(lay) == 0xFFFF
                     out[name] = "good" if ok else (

@@ -12,10 +12,13 @@ E2  A checksum OVS postponed (state partial: the header is valid but the
     egress NIC supports checksum offloading"; where the port lacks the feature,
     "the data path will fall back to equivalent software implementation"
     (CSUM-DOC, Design).  Right means RFC 791 §3.1 for an IPv4 header (a header
-    without payload too), RFC 9293 §3.1 for TCP, RFC 768 for UDP over IPv4
-    (where 0 means "no checksum", so a partial UDP checksum of 0 may also stay
-    0), RFC 8200 §8.1 for UDP over IPv6 (mandatory: 0 is never right), with
-    RFC 1071 arithmetic.
+    without payload too), RFC 9293 §3.1 for TCP, RFC 768 for UDP over IPv4 and
+    RFC 8200 §8.1 for UDP over IPv6, with RFC 1071 arithmetic.  A partial UDP
+    checksum whose field holds 0 may also stay 0, over IPv4 and IPv6 alike: 0
+    is UDP's "no checksum" (RFC 768), which RFC 6935 §5 and RFC 6936 allow over
+    IPv6 for tunnel encapsulations, and OVS keeps that meaning for every UDP
+    packet (its own tests/dpif-netdev.at, "IPv6 udp csum offload": the inner
+    no_csum_frame leaves with checksum 0 as no_csum_expected).
 E3  Who completes a postponed checksum is OVS's choice, visible only on a port
     that advertises the feature but does not do it (netdev-dummy's `_disabled`,
     a stand-in for a broken driver).  There the wire may show the checksum
@@ -183,9 +186,9 @@ def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
             if covers & disabled & adv:
                 why = f"the port advertises {'/'.join(sorted(covers & disabled))} but does not do it"
             stay = ""
-            if kind == "l4" and lay.proto == PROTO_UDP and lay.ipv == 4 \
-                    and pkt.u16(lay.l4_csum_ofs) == 0:
-                stay = "a UDP checksum of 0 over IPv4 means none (RFC 768)"
+            if kind == "l4" and lay.proto == PROTO_UDP and pkt.u16(lay.l4_csum_ofs) == 0:
+                stay = ("a UDP checksum of 0 means none (RFC 768" +
+                        ("; over IPv6 RFC 6935 §5, RFC 6936)" if lay.ipv == 6 else ")"))
             prefix = f"{where}." if tunnel else ""
             out.append(Slot(prefix + ("IP" if kind == "ip" else lay.l4_name), where, kind,
                             frozenset(covers), why, stay))
