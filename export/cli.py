@@ -46,6 +46,7 @@ CANDIDATES = {
     "gre-seq-shared": "test_erspan",
     "neigh-snoop-cached": "test_erspan",
     "trunc-pending-csum": "test_output_max_len and rx_partial and max_len100",
+    "trunc-tunnel-outer-csum": "test_output_max_len_into_tunnel and udp6 and max_len80",
     "trunc-l4-cut-crash": "test_output_max_len and rx_partial and max_len20",
 }
 

@@ -116,6 +116,20 @@ RULES: dict[str, Rule] = {
         "it over the bytes left after the cut instead: a value no packet carries.",
         "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
         "packet, or drop the offload flags of a truncated packet"),
+    "trunc-tunnel-outer-csum": Rule(
+        "output max_len - udp tunnel csum of the truncated packet",
+        "RFC 768: the UDP checksum covers the pseudo-header, the UDP header and the data "
+        "as sent; RFC 7348 section 5 (VXLAN) and RFC 8926 section 3.3 (Geneve): a "
+        "non-zero outer UDP checksum \"MUST be correctly calculated across the entire "
+        "packet\".  With max_len the packet pushed into the tunnel is the truncated one "
+        "(Documentation/ref/ovs-actions.7.rst, output), so the outer checksum must be "
+        "right for the truncated inner bytes that follow it.  OVS's nested-checksum "
+        "shortcut takes it for inner headers past the cut, or, over inner IPv6, under "
+        "the IPv6 header's payload length while the inner checksum is completed under "
+        "the bytes left; receivers that check it drop the packet.",
+        "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
+        "packet, or drop the offload flags of a truncated packet (then the outer "
+        "checksum is a full one over the bytes that leave)"),
     "trunc-l4-cut-crash": Rule(
         "output max_len - cut before a pending l4 header",
         "Documentation/ref/ovs-actions.7.rst, output: \"With max_len, the packet is "

@@ -142,18 +142,33 @@ TRUNC_PENDING_CSUM = OvsBug(
     "output(max_len) of a packet whose TCP/UDP checksum is still pending (received "
     "from a port that leaves it to the NIC, e.g. a veth with tx checksum offload) "
     "completes that checksum over the truncated bytes: the truncated copy carries a "
-    "checksum of no packet instead of the one the packet carries on the wire; pushed "
-    "into VXLAN/Geneve with csum, the outer UDP checksum is taken for the packet before "
-    "the cut, so receivers drop it "
+    "checksum of no packet (under IPv4's pseudo-header of the header's total length, "
+    "IPv6's of the L4 bytes left) instead of the one the packet carries on the wire "
     "(ovs-actions(7): truncation serves mirroring to a collector, which should see the "
     "packet's first bytes; userspace-checksum-offloading.rst: OVS postpones checksum "
-    "updates until the packet egresses, and truncation is no reason to change them)",
+    "updates until the packet egresses).  No receiver can verify a truncated segment's "
+    "checksum, and a NIC handed the cut packet with its pseudo-header seed computes the "
+    "same value as OVS does over IPv4",
     "lib/dp-packet.h dp_packet_batch_apply_cutlen() (lib/dpif-netdev.c, at output and "
     "tnl_push) shortens the packet and keeps its offload flags; "
     "dp_packet_ol_send_prepare() then completes the checksum over what is left "
-    "(lib/packets.c packet_{tcp,udp}_complete_csum(): under IPv4's pseudo-header of the "
-    "header's total length, IPv6's of the L4 bytes left; packet_udp_tunnel_csum() reads "
-    "the inner headers past the cut)")
+    "(lib/packets.c packet_{tcp,udp}_complete_csum())")
+
+TRUNC_TUNNEL_OUTER_CSUM = OvsBug(
+    "trunc-tunnel-outer-csum",
+    "output(max_len) into VXLAN/Geneve with csum of a packet whose TCP/UDP checksum is "
+    "still pending: OVS's outer UDP checksum is wrong for the bytes that leave, so "
+    "receivers that check it drop the packet (RFC 768: the checksum covers the datagram "
+    "as sent; RFC 7348 §5, RFC 8926 §3.3).  Where the cut falls in the inner TCP/UDP "
+    "header or before it, the checksum sums the inner headers past the cut; over inner "
+    "IPv6 with the cut in the payload, it is taken under the IPv6 header's payload length "
+    "while OVS completes the inner checksum under the L4 bytes left.  (Over inner IPv4 "
+    "with the cut in the payload it is right: both take the IPv4 total length.)",
+    "lib/packets.c packet_udp_tunnel_csum(), after dp_packet_batch_apply_cutlen(): "
+    "packet_csum_pseudoheader6() takes ip6_plen, dp_packet_get_inner_tcp_payload() "
+    "reads a TCP header past the tail (dp_packet_inner_l4_size() as a size_t), the UDP "
+    "branch reads udp_csum unchecked; packet_{tcp,udp}_complete_csum() take the L4 size "
+    "left")
 
 TRUNC_L4_CUT_CRASH = OvsBug(
     "trunc-l4-cut-crash",
@@ -170,7 +185,7 @@ TRUNC_L4_CUT_CRASH = OvsBug(
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
-       TRUNC_L4_CUT_CRASH)
+       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH)
 
 
 # -- where OVS deviates: the model's correct packet in, OVS's way out ----------
@@ -301,9 +316,7 @@ def deviations(pkt: "Packet", slots: list[str], tx: "TxOffloads | None" = None) 
         change(changed)
         found.append(Deviation(bug, changed, note=note))
     from datapath.model import cut
-    truncated = cut.deviation(pkt, slots, tx)
-    if truncated is not None:
-        found.append(truncated)
+    found += cut.deviations(pkt, slots, tx)
     return found
 
 
@@ -353,7 +366,8 @@ def _lco_outer(pkt: "Packet", outer: "Layer", proto: int, length: int) -> None:
 
 def merge(pkt: "Packet", found: list[Deviation]) -> Deviation:
     """All of OVS's deviations for this packet, as one."""
-    trunc = next((d for d in found if d.bug is TRUNC_PENDING_CSUM), None)
+    trunc = next((d for d in found
+                  if d.bug in (TRUNC_PENDING_CSUM, TRUNC_TUNNEL_OUTER_CSUM)), None)
     base = (trunc.pkt if trunc is not None else pkt).copy()
     for bug, change, _ in pkt.ovs_changes:
         change(base)

@@ -6,9 +6,10 @@ checksums are completed first, then it is cut.  OVS cuts first and keeps the
 offload flags, so a TCP/UDP checksum still pending is completed at egress over
 the bytes left, or, cut before an IPv4 TCP/UDP header, kills the daemon; a
 VXLAN/Geneve outer UDP checksum over such a packet is taken for the uncut one
-(bugs.TRUNC_PENDING_CSUM, bugs.TRUNC_L4_CUT_CRASH).  Which of these shows
-depends on the port, so `truncate` leaves a `Cut` on the packet and egress
-(send.complete, bugs.check_crashes and bugs.deviations) decides.
+(bugs.TRUNC_PENDING_CSUM, bugs.TRUNC_TUNNEL_OUTER_CSUM, bugs.TRUNC_L4_CUT_CRASH).
+Which of these shows depends on the port, so `truncate` leaves a `Cut` on the
+packet and egress (send.complete, bugs.check_crashes and bugs.deviations)
+decides.
 """
 from __future__ import annotations
 
@@ -52,8 +53,9 @@ def truncate(pkt: Packet, max_len: int) -> None:
     # OVS's outer UDP checksum shortcut gives up where the cut leaves part of a TCP
     # header (dp_packet_get_inner_tcp_payload()) or the UDP checksum field held 0.
     shortcut = not (0 <= max_len - start < tcp_len) and not zero_udp
+    header_end = start + (tcp_len if lay.proto == PROTO_TCP else 8)
     pkt.cut = Cut(max_len, "tcp" if lay.proto == PROTO_TCP else "udp",
-                  lay.ipv == 4 and start > max_len,
+                  lay.ipv == 4 and start > max_len, lay.ipv, max_len < header_end,
                   patch_from_end(right, theirs) if theirs != right else None,
                   patch_from_end(right, handed) if handed != right else None,
                   uncut if shortcut else None)
@@ -91,18 +93,27 @@ def _forget_cut_headers(pkt: Packet, max_len: int) -> None:
             lay.l3, lay.payload = None, None
 
 
-def deviation(pkt: Packet, slots: list[str], tx: TxOffloads | None) -> bugs.Deviation | None:
-    """TRUNC_PENDING_CSUM at egress to a port with `tx`, where it changes anything.
+def deviations(pkt: Packet, slots: list[str], tx: TxOffloads | None) -> list[bugs.Deviation]:
+    """TRUNC_PENDING_CSUM and TRUNC_TUNNEL_OUTER_CSUM at egress to a port with
+    `tx`, where they change anything.
 
     A VXLAN/Geneve outer UDP checksum that OVS's code takes (the port lacks the
     feature, or netdev-dummy does it with the inner one left to it too) goes by
     the nested-checksum shortcut, which reads the uncut packet's headers; where
     the shortcut gives up, OVS completes the inner checksum itself, whatever
     the port offers.  Otherwise the inner one is OVS's to complete unless the
-    port takes the offload (and, `_disabled`, leaves it as received)."""
+    port takes the offload (and, `_disabled`, leaves it as received).
+
+    The shortcut's outer checksum is right for the bytes that leave where the
+    cut leaves the inner headers whole and the inner checksum is completed
+    under the same pseudo-header: IPv4's total length for both, or a port
+    handed the IPv6 checksum with OVS's seed (the header's payload length).  It
+    is wrong where the cut fell in the inner TCP/UDP header or before it (the
+    shortcut sums headers that are gone), or over IPv6 where OVS completes the
+    inner checksum itself (over the L4 bytes left)."""
     cut = pkt.cut
     if cut is None:
-        return None
+        return []
     undone = tx.driver_flags() if tx is not None else frozenset()
     flags = tx.netdev_flags() if tx is not None else frozenset()
     by_ovs = pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots and (
@@ -111,17 +122,26 @@ def deviation(pkt: Packet, slots: list[str], tx: TxOffloads | None) -> bugs.Devi
     inner = cut.change is not None and (cut.flag not in undone
                                         or (by_ovs and cut.uncut_sum is None))
     if not (inner or outer):
-        return None
+        return []
     changed = pkt.copy()
     if inner and cut.change is not None:
         cut.change(changed)
     elif cut.flag in undone and cut.handed is not None:
         cut.handed(changed)
-    return bugs.Deviation(
-        bugs.TRUNC_PENDING_CSUM, changed,
-        {"outer.UDP": functools.partial(_uncut_outer, cut=cut)} if outer else {},
+    uncut = {"outer.UDP": functools.partial(_uncut_outer, cut=cut)}
+    wrong_outer = outer and (cut.header_cut or (inner and cut.ipv == 6))
+    found = [bugs.Deviation(
+        bugs.TRUNC_PENDING_CSUM, changed, uncut if outer and not wrong_outer else {},
         note="OVS completes the pending checksum over the truncated bytes" if inner
-        else "OVS takes the outer UDP checksum as for the packet before the cut")
+        else "OVS takes the outer UDP checksum as if the port completed the inner one "
+             "over the truncated bytes")]
+    if wrong_outer:
+        found.append(bugs.Deviation(
+            bugs.TRUNC_TUNNEL_OUTER_CSUM, changed, uncut,
+            note="OVS takes the outer UDP checksum for inner headers past the cut"
+            if cut.header_cut else "OVS takes the outer UDP checksum under the inner IPv6 "
+            "header's payload length, and completes the inner one under the bytes left"))
+    return found
 
 
 def _uncut_outer(pkt: Packet, outer: Layer, cut: Cut) -> None:

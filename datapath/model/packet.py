@@ -178,6 +178,10 @@ class Cut:
     length: int  # max_len: the cut frame's length
     flag: str  # the offload flag that checksum needs: "tcp" or "udp"
     before_l4: bool  # the cut fell before an IPv4 TCP/UDP header (bugs.TRUNC_L4_CUT_CRASH)
+    ipv: int  # the IP version of the layer whose checksum was pending
+    # The cut fell before the end of that TCP/UDP header (the tunnel shortcut, where
+    # it runs, reads headers that are gone: bugs.TRUNC_TUNNEL_OUTER_CSUM).
+    header_cut: bool
     # OVS's own bytes for it, completed over what is left (bugs.TRUNC_PENDING_CSUM),
     # and the bytes as received (a port that takes the offload and does not do it).
     change: Callable[["Packet"], None] | None
