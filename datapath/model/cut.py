@@ -128,7 +128,8 @@ def deviations(pkt: Packet, slots: list[str], tx: TxOffloads | None) -> list[bug
         cut.change(changed)
     elif cut.flag in undone and cut.handed is not None:
         cut.handed(changed)
-    uncut = {"outer.UDP": functools.partial(_uncut_outer, cut=cut)}
+    uncut: dict[str, bugs.Completion | None] = {
+        "outer.UDP": functools.partial(_uncut_outer, cut=cut)}
     wrong_outer = outer and (cut.header_cut or (inner and cut.ipv == 6))
     found = [bugs.Deviation(
         bugs.TRUNC_PENDING_CSUM, changed, uncut if outer and not wrong_outer else {},
