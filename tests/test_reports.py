@@ -249,6 +249,19 @@ def test_render_puts_failures_first_and_escapes(tmp_path: Path) -> None:
     assert 'href="../repro/fwd.sh"' in page and "no bridge" in page and "bad thing" in page
 
 
+def test_render_lists_bugs_apart_from_latent_and_by_design_entries(tmp_path: Path) -> None:
+    from datapath.model import bugs
+    known = [{**b.summary(), "status": "present", "present": 1, "absent": 0} for b in bugs.ALL]
+    html = Path(render(_run([], known_bugs=known), str(tmp_path))).read_text()
+    real = html[html.index('id="known-bugs"'):html.index('id="known-other"')]
+    other = html[html.index('id="known-other"'):]
+    for bug in bugs.ALL:
+        assert (f">{bug.key}<" in real) is (bug.cls == "bug")
+        assert (f">{bug.key}<" in other) is (bug.cls != "bug")
+    assert "<th>severity</th><th>real ports</th><th>root cause</th>" in real
+    assert ">latent<" in other and ">by-design<" in other
+
+
 def test_render_survives_empty_and_sparse_records(tmp_path: Path) -> None:
     html = Path(render(_run([], versions={}, backend=""), str(tmp_path / "empty"))).read_text()
     assert "no cases were run" in html

@@ -5,12 +5,16 @@ do otherwise, the model also says exactly what OVS emits instead (or that it
 aborts), and names the bug.  A case then passes as xfail only if OVS shows
 precisely that deviation; if OVS behaves correctly the case fails, asking for
 the entry to be retired or re-scoped.  Each entry says where in OVS the
-behaviour comes from, and on which OVS releases it was seen.
+behaviour comes from, and on which OVS releases it was seen; and, as a sceptical
+maintainer would ask: its class (a bug, a divergence OVS may keep by design, or
+latent: no real port produces the input), its severity, the real port kinds that
+can produce its input (with the case that shows it here, or the sources the
+claim rests on), and its root-cause group (one fix, one group).
 """
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
@@ -22,11 +26,48 @@ if TYPE_CHECKING:
 VALIDATED_ON = "4.0.0"
 
 
+# What an entry is (issue 18): a bug a maintainer would accept; a divergence from
+# a standard or from OVS's documentation that OVS may keep by design; or latent,
+# where no real port produces the input (only netdev-dummy's options reach it).
+CLASSES = ("bug", "by-design", "latent")
+SEVERITIES = ("crash", "corrupts data on the wire", "wrong counters", "cosmetic")
+# Real port kinds; "any" for an input every kind can carry.
+PORT_KINDS = ("tap", "veth", "vhost-user", "afxdp", "dpdk", "any")
+
+
+# How the usual real ports hand OVS a TCP/UDP checksum to complete (partial).
+LINUX_PARTIAL = ("a Linux sender's TCP/UDP checksum left to the NIC: virtio-net NEEDS_CSUM, "
+                 "which netdev_linux_parse_vnet_hdr() marks partial")
+VHOST_PARTIAL = ("a guest's checksum offload: NEEDS_CSUM, which DPDK's vhost library "
+                 "(compliant ol_flags) marks RX_L4_CKSUM_NONE, OVS's partial")
+
+
+@dataclass(frozen=True)
+class RealPort:
+    """A real port kind that can hand OVS a bug's input: how, and the case that
+    shows it on that kind on this machine ("": not shown by a case yet; `how`
+    then says which sources the claim rests on)."""
+
+    kind: str
+    how: str
+    case: str = ""
+
+    def text(self) -> str:
+        return f"{self.kind} ({self.how}; " + (f"shown by {self.case})" if self.case
+                                               else "not shown by a case yet)")
+
+
 @dataclass(frozen=True)
 class OvsBug:
     key: str
     title: str
     where: str
+    _: KW_ONLY
+    cls: str  # one of CLASSES
+    severity: str  # one of SEVERITIES
+    real_ports: tuple[RealPort, ...]  # empty for a latent entry
+    root_cause: str  # one fix, one group: entries a single fix cures share it
+    why: str = ""  # the evidence for the class, where it is not "bug"
     crash: bool = False  # ovs-vswitchd aborts instead of sending
     # For a crash: a regex the daemon's log or stderr must show, so that only
     # this abort counts as the known bug (any other death stays a failure).
@@ -43,14 +84,21 @@ class OvsBug:
 
     def summary(self) -> dict[str, str]:
         return {"key": self.key, "title": self.title, "where": self.where,
-                "seen_in": ", ".join(self.seen_in)}
+                "seen_in": ", ".join(self.seen_in), "cls": self.cls,
+                "severity": self.severity, "root_cause": self.root_cause,
+                "real_ports": "; ".join(p.text() for p in self.real_ports) or "none (latent)",
+                "why": self.why}
 
 
 GRE_CSUM_AT_PUSH = OvsBug(
     "gre-csum-at-push",
     "the GRE checksum is computed when the header is pushed, over inner checksums "
     "that are only finished at send, so it does not match the bytes on the wire",
-    "lib/netdev-native-tnl.c netdev_gre_push_header()")
+    "lib/netdev-native-tnl.c netdev_gre_push_header()",
+    cls="bug", severity="corrupts data on the wire", root_cause="gre-csum-at-push",
+    real_ports=(RealPort("veth", LINUX_PARTIAL + ", pushed into GRE with csum"),
+                RealPort("tap", LINUX_PARTIAL),
+                RealPort("vhost-user", VHOST_PARTIAL)))
 
 L4_PARTIAL_NOT_TCP_UDP = OvsBug(
     "l4-partial-assert",
@@ -61,7 +109,17 @@ L4_PARTIAL_NOT_TCP_UDP = OvsBug(
     "and ovs_assert(dp_packet_inner_l4_proto_sctp(p)) for the inner packet of a tunnel",
     crash=True,
     signature=r"assertion dp_packet_(inner_)?l4_proto_sctp\(p\) failed in "
-              r"dp_packet_ol_send_prepare")
+              r"dp_packet_ol_send_prepare",
+    cls="bug", severity="crash", root_cause="l4-partial-unknown-proto",
+    real_ports=(RealPort(
+        "vhost-user", "from the sources: a guest's TCP segment with a data offset below 5 "
+        "and NEEDS_CSUM; DPDK 25.11's vhost_dequeue_offload() classifies it TCP by the IP "
+        "protocol (rte_net_get_ptype(), l4_len from the data offset, no minimum) and marks "
+        "it RX_L4_CKSUM_NONE, OVS's partial, while miniflow_extract() sets OVS's TCP flag "
+        "only for a header of at least 20 bytes: a guest-triggerable abort"),),
+    why="netdev-dummy's ol_l4_rx_csum_set_partial marks every packet partial (ICMP, ARP); "
+        "netdev-linux marks a packet partial only for TCP/UDP/SCTP at OVS's L4 offset and "
+        "checksums any other in software, so tap/veth cannot reach it")
 
 TSO_SHORT_TUNNEL_ASSERT = OvsBug(
     "tso-short-tunnel-assert",
@@ -72,7 +130,16 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
     "ovs_assert(payload_len == tso_segsz * dp_packet_gso_nr_segs(p))",
     crash=True,
     signature=r"assertion payload_len == tso_segsz \* dp_packet_gso_nr_segs\(p\) failed "
-              r"in packet_udp_tunnel_csum")
+              r"in packet_udp_tunnel_csum",
+    cls="bug", severity="crash", root_cause="tso-segsz-unsegmented",
+    real_ports=(RealPort(
+        "vhost-user", "from the sources: a guest's TSO packet (VIRTIO_NET_HDR_GSO_TCPV4/6) "
+        "whose gso_size exceeds its payload, which DPDK 25.11's vhost library copies into "
+        "the mbuf unchecked (userspace-tso-enable; VXLAN/Geneve with csum over a port "
+        "without outer UDP checksum offload)"),),
+    why="dp_packet_gso__() returns for n_segs <= 1 without clearing the segment size; "
+        "a Linux sender never makes such a packet (the TCP stack sets gso only above one "
+        "MSS), so tap/veth do not reach it")
 
 TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     "tso-empty-tunnel-csum",
@@ -83,21 +150,40 @@ TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     "size (RFC 768: the checksum covers the datagram as sent); receivers that check "
     "it drop the packet",
     "lib/packets.c packet_udp_tunnel_csum(): recalc_csum16(udp_csum, payload_len, "
-    "tso_segsz) with payload_len 0 (dp_packet_gso_nr_segs() is 0, so the assert holds)")
+    "tso_segsz) with payload_len 0 (dp_packet_gso_nr_segs() is 0, so the assert holds)",
+    cls="bug", severity="corrupts data on the wire", root_cause="tso-segsz-unsegmented",
+    real_ports=(RealPort(
+        "vhost-user", "from the sources: a guest's TSO packet without TCP payload (a bare "
+        "ACK with gso_size), which DPDK 25.11's vhost library passes on"),),
+    why="the same cause as tso-short-tunnel-assert: dp_packet_gso__() leaves the segment "
+        "size on a packet it does not segment; with no payload dp_packet_gso_nr_segs() is 0, "
+        "so the assert holds and the adjustment goes through")
 
 IPV4_HEADER_ONLY = OvsBug(
     "ipv4-header-only-csum",
     "an IPv4 packet without payload (total length = header length) whose header checksum is "
     "pending leaves with the stale checksum: OVS skips the header and marks it good "
     "(RFC 791 §3.1: every IPv4 header carries a correct checksum)",
-    "lib/dp-packet.h dp_packet_ip_set_header_csum(): computes only if ip_hdr_len < l3 size")
+    "lib/dp-packet.h dp_packet_ip_set_header_csum(): computes only if ip_hdr_len < l3 size",
+    cls="bug", severity="corrupts data on the wire", root_cause="ipv4-header-only-csum",
+    real_ports=(RealPort(
+        "dpdk", "an ethdev that validates IPv4 header checksums on rx (net_tap here, NICs): "
+        "RX_IP_CKSUM_GOOD, then mod_nw_src/mod_nw_dst makes the checksum pending"),))
 
 GSO_CWR_EVERY_SEGMENT = OvsBug(
     "gso-cwr-every-segment",
     "software segmentation copies the TCP CWR flag into every segment; it belongs on the "
     "first only (RFC 3168 §6.1.2: CWR marks the first new data packet after the window "
     "reduction; Linux GSO and NIC TSO clear it on the others)",
-    "lib/dp-packet-gso.c dp_packet_gso_update_segment(): clears only PSH and FIN")
+    "lib/dp-packet-gso.c dp_packet_gso_update_segment(): clears only PSH and FIN",
+    cls="latent", severity="corrupts data on the wire", root_cause="gso-cwr-every-segment",
+    real_ports=(),
+    why="no real port hands OVS a TSO packet with CWR set: netdev-linux refuses a "
+        "VIRTIO_NET_HDR_GSO_ECN gso_type (ENOTSUP), its tap offload request has no "
+        "TUN_F_TSO_ECN, and OVS disables VIRTIO_NET_F_HOST_ECN on vhost-user ports with TSO "
+        "(a guest breaking virtio 1.1 5.1.6.2 could still send one: DPDK masks the ECN "
+        "bit).  For AccECN flows (RFC 9768) CWR is part of the ACE counter and Linux keeps "
+        "it on every segment (SKB_GSO_TCP_ACCECN); RFC 3168 §6.1.2 holds for classic ECN")
 
 IPV6_EXT_PSEUDO_HEADER = OvsBug(
     "ipv6-ext-pseudo-header",
@@ -106,7 +192,14 @@ IPV6_EXT_PSEUDO_HEADER = OvsBug(
     "instead of the upper-layer protocol, so it is wrong on the wire (RFC 8200 §8.1: "
     "the pseudo-header carries the upper-layer protocol, 6 or 17)",
     "lib/packets.c packet_tcp_complete_csum(), packet_udp_complete_csum(): "
-    "packet_csum_upperlayer6(ip6, ..., ip6->ip6_nxt, ...)")
+    "packet_csum_upperlayer6(ip6, ..., ip6->ip6_nxt, ...)",
+    cls="bug", severity="corrupts data on the wire", root_cause="ipv6-ext-pseudo-header",
+    real_ports=(RealPort("veth", LINUX_PARTIAL + ", over IPv6 with an extension header "
+                         "(e.g. destination options), out of a port without L4 checksum "
+                         "offload"),
+                RealPort("tap", "the same"),
+                RealPort("vhost-user", VHOST_PARTIAL + "; rte_net_get_ptype() walks "
+                         "the extension headers")))
 
 IPV4_LATER_FRAGMENT = OvsBug(
     "ipv4-later-fragment-rewrite",
@@ -115,7 +208,10 @@ IPV4_LATER_FRAGMENT = OvsBug(
     "corrupts two payload bytes of the fragment, so the reassembled datagram is wrong "
     "(RFC 791 §3.2: only the first fragment carries the upper-layer header)",
     "lib/packets.c packet_set_ipv4_addr(): checks ip_proto and the L4 size, not the "
-    "fragment offset")
+    "fragment offset",
+    cls="bug", severity="corrupts data on the wire", root_cause="ipv4-later-fragment-rewrite",
+    real_ports=(RealPort("any", "a later IPv4 fragment, whose L4 checksum state no port "
+                         "claims, under mod_nw_src/mod_nw_dst (NAT of fragmented traffic)"),))
 
 GRE_SEQ_SHARED = OvsBug(
     "gre-seq-shared",
@@ -125,7 +221,15 @@ GRE_SEQ_SHARED = OvsBug(
     "its numbers skip those the other sessions used (draft-foschiano-erspan-03: the "
     "sequence number increments per packet per session)",
     "lib/netdev-native-tnl.c netdev_erspan_push_header() / netdev_gre_push_header(): "
-    "atomic_count_inc(&dev->gre_seqno) on the netdev of the tnl_push's datapath port")
+    "atomic_count_inc(&dev->gre_seqno) on the netdev of the tnl_push's datapath port",
+    cls="by-design", severity="cosmetic", root_cause="gre-seq-per-datapath-port",
+    real_ports=(RealPort("any", "two GRE tunnel ports with seq=true, or two ERSPAN "
+                         "sessions, on one datapath tunnel port"),),
+    why="Linux's kernel datapath does the same: its collect_md GRE/ERSPAN devices take "
+        "one counter per device (net/ipv4/ip_gre.c gre_fb_xmit(), erspan_fb_xmit(): "
+        "tunnel->o_seqno); RFC 2890 §2.2 receivers accept gaps; it diverges from the "
+        "ERSPAN draft's per-session counter and from vswitch.xml's wording (\"incremented "
+        "by one on each outgoing packet\")")
 
 NEIGH_SNOOP_CACHED = OvsBug(
     "neigh-snoop-cached",
@@ -135,7 +239,15 @@ NEIGH_SNOOP_CACHED = OvsBug(
     "the latest ARP reply gave (RFC 826: a reply from a known sender updates its "
     "entry; upstream's own comment expects the reply to be learned)",
     "ofproto/ofproto-dpif-xlate.c: tnl_neigh_snoop() runs only in a translation with "
-    "side effects (an upcall), never for a packet that hits a datapath flow")
+    "side effects (an upcall), never for a packet that hits a datapath flow",
+    cls="by-design", severity="corrupts data on the wire", root_cause="neigh-snoop-slow-path",
+    real_ports=(RealPort("any", "an ARP reply that matches an installed datapath flow, "
+                         "after a tunnel packet from the same address re-pointed the "
+                         "neighbour entry"),),
+    why="snooping only in the slow path is how the tunnel neighbour cache is designed "
+        "(ofproto-dpif-xlate.c); the window is narrow: a reply from the same sender that "
+        "hits a cached flow right after a tunnel packet re-pointed the entry, until the "
+        "entry is refreshed")
 
 TRUNC_PENDING_CSUM = OvsBug(
     "trunc-pending-csum",
@@ -152,7 +264,17 @@ TRUNC_PENDING_CSUM = OvsBug(
     "lib/dp-packet.h dp_packet_batch_apply_cutlen() (lib/dpif-netdev.c, at output and "
     "tnl_push) shortens the packet and keeps its offload flags; "
     "dp_packet_ol_send_prepare() then completes the checksum over what is left "
-    "(lib/packets.c packet_{tcp,udp}_complete_csum())")
+    "(lib/packets.c packet_{tcp,udp}_complete_csum())",
+    cls="by-design", severity="cosmetic", root_cause="cutlen-keeps-offload-flags",
+    real_ports=(RealPort("veth", "a Linux sender's UDP checksum left to the NIC "
+                         "(system-traffic.at's truncate test, tso flavour)",
+                         "cases/test_system_traffic_truncate.py::"
+                         "test_truncate_and_output_to_gre_by_simulated_packets[tso]"),
+                RealPort("tap", "the same")),
+    why="a truncated segment's checksum is verifiable by no receiver, and a NIC handed the "
+        "cut packet with its pseudo-header seed computes what OVS computes over IPv4; it "
+        "diverges from ovs-actions(7) (the collector sees the packet's first bytes) read "
+        "with CSUM-DOC (checksums postponed until the packet egresses)")
 
 TRUNC_TUNNEL_OUTER_CSUM = OvsBug(
     "trunc-tunnel-outer-csum",
@@ -168,7 +290,13 @@ TRUNC_TUNNEL_OUTER_CSUM = OvsBug(
     "packet_csum_pseudoheader6() takes ip6_plen, dp_packet_get_inner_tcp_payload() "
     "reads a TCP header past the tail (dp_packet_inner_l4_size() as a size_t), the UDP "
     "branch reads udp_csum unchecked; packet_{tcp,udp}_complete_csum() take the L4 size "
-    "left")
+    "left",
+    cls="bug", severity="corrupts data on the wire", root_cause="cutlen-keeps-offload-flags",
+    real_ports=(RealPort("veth", "a Linux sender's TCP/UDP checksum left to the NIC, "
+                         "output with max_len into VXLAN/Geneve with csum: cut in or before "
+                         "the inner L4 header, or over IPv6 out of a port without outer UDP "
+                         "and inner L4 checksum offload (AF_XDP, DPDK without them)"),
+                RealPort("tap", "the same")))
 
 TRUNC_L4_CUT_CRASH = OvsBug(
     "trunc-l4-cut-crash",
@@ -180,7 +308,13 @@ TRUNC_L4_CUT_CRASH = OvsBug(
     "size_t) in lib/packets.c packet_{tcp,udp}_complete_csum(), called from "
     "dp_packet_ol_send_prepare() after dp_packet_batch_apply_cutlen()",
     crash=True,
-    signature=r"signal 11 \(Segmentation fault\)|SIGSEGV detected")
+    signature=r"signal 11 \(Segmentation fault\)|SIGSEGV detected",
+    cls="bug", severity="crash", root_cause="cutlen-keeps-offload-flags",
+    real_ports=(RealPort("veth", "a Linux sender's TCP/UDP checksum left to the NIC, "
+                         "output with max_len before its L4 header, out of a port whose "
+                         "checksum OVS completes (no L4 checksum offload: AF_XDP, DPDK "
+                         "without it)"),
+                RealPort("tap", "the same")))
 
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
