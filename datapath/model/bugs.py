@@ -1,8 +1,10 @@
-"""Known deviations of OVS from correct behaviour, found by this suite.
+"""Known deviations of OVS from correct behaviour, found by this suite: the catalogue.
 
-The model computes what a correct datapath must emit.  Where OVS is known to
-do otherwise, the model also says exactly what OVS emits instead (or that it
-aborts), and names the bug.  A case then passes as xfail only if OVS shows
+The model computes what a correct datapath must emit, with none of these in
+view: it does not import this module, and this module imports nothing (it is
+data; harness/launcher.py reads VALIDATED_ON from it by path).  What OVS emits
+instead (or that it aborts) is datapath/deviations/, the layer above the model,
+which names these entries.  A case then passes as xfail only if OVS shows
 precisely that deviation; if OVS behaves correctly the case fails, asking for
 the entry to be retired or re-scoped.  Each entry says where in OVS the
 behaviour comes from, and on which OVS releases it was seen; and, as a sceptical
@@ -11,20 +13,10 @@ latent: no real port produces the input), its severity, the real port kinds that
 can produce its input (with the case that shows it here, or the sources the
 claim rests on), and its root-cause group (one fix, one group).
 """
-from __future__ import annotations
-
-import functools
-from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Callable
-
-if TYPE_CHECKING:
-    from datapath.model.packet import Layer, Packet
-    from datapath.offloads import TxOffloads
 
 # The OVS release this list was last checked against, entry by entry.  The
 # launcher says so when the runtime's OVS is another one.
 VALIDATED_ON = "4.0.0"
-
 
 # What an entry is (issue 18): a bug a maintainer would accept; a divergence from
 # a standard or from OVS's documentation that OVS may keep by design; or latent,
@@ -34,7 +26,6 @@ SEVERITIES = ("crash", "corrupts data on the wire", "wrong counters", "cosmetic"
 # Real port kinds; "any" for an input every kind can carry.
 PORT_KINDS = ("tap", "veth", "vhost-user", "afxdp", "dpdk", "any")
 
-
 # How the usual real ports hand OVS a TCP/UDP checksum to complete (partial).
 LINUX_PARTIAL = ("a Linux sender's TCP/UDP checksum left to the NIC: virtio-net NEEDS_CSUM, "
                  "which netdev_linux_parse_vnet_hdr() marks partial")
@@ -42,37 +33,78 @@ VHOST_PARTIAL = ("a guest's checksum offload: NEEDS_CSUM, which DPDK's vhost lib
                  "(compliant ol_flags) marks RX_L4_CKSUM_NONE, OVS's partial")
 
 
-@dataclass(frozen=True)
-class RealPort:
+class _Record:
+    """A frozen record compared by its fields (a dataclass without the import)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Record) and type(other) is type(self) \
+            and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({args})"
+
+
+class RealPort(_Record):
     """A real port kind that can hand OVS a bug's input: how, and the case that
     shows it on that kind on this machine ("": not shown by a case yet; `how`
     then says which sources the claim rests on)."""
 
+    __slots__ = ("kind", "how", "case")
     kind: str
     how: str
-    case: str = ""
+    case: str
+
+    def __init__(self, kind: str, how: str, case: str = "") -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "how", how)
+        object.__setattr__(self, "case", case)
 
     def text(self) -> str:
         return f"{self.kind} ({self.how}; " + (f"shown by {self.case})" if self.case
                                                else "not shown by a case yet)")
 
 
-@dataclass(frozen=True)
-class OvsBug:
+class OvsBug(_Record):
+    """One entry: what OVS does wrong and where, its class, severity, real port
+    kinds and root-cause group; for a crash, the log line that proves it."""
+
+    __slots__ = ("key", "title", "where", "cls", "severity", "real_ports", "root_cause",
+                 "why", "crash", "signature", "seen_in")
     key: str
     title: str
     where: str
-    _: KW_ONLY
     cls: str  # one of CLASSES
     severity: str  # one of SEVERITIES
     real_ports: tuple[RealPort, ...]  # empty for a latent entry
     root_cause: str  # one fix, one group: entries a single fix cures share it
-    why: str = ""  # the evidence for the class, where it is not "bug"
-    crash: bool = False  # ovs-vswitchd aborts instead of sending
+    why: str  # the evidence for the class, where it is not "bug"
+    crash: bool  # ovs-vswitchd aborts instead of sending
     # For a crash: a regex the daemon's log or stderr must show, so that only
     # this abort counts as the known bug (any other death stays a failure).
-    signature: str = ""
-    seen_in: tuple[str, ...] = (VALIDATED_ON,)  # OVS releases it was confirmed on
+    signature: str
+    seen_in: tuple[str, ...]  # OVS releases it was confirmed on
+
+    def __init__(self, key: str, title: str, where: str, *, cls: str, severity: str,
+                 real_ports: tuple[RealPort, ...], root_cause: str, why: str = "",
+                 crash: bool = False, signature: str = "",
+                 seen_in: tuple[str, ...] = (VALIDATED_ON,)) -> None:
+        for name, value in (("key", key), ("title", title), ("where", where), ("cls", cls),
+                            ("severity", severity), ("real_ports", real_ports),
+                            ("root_cause", root_cause), ("why", why), ("crash", crash),
+                            ("signature", signature), ("seen_in", seen_in)):
+            object.__setattr__(self, name, value)
 
     def reason(self) -> str:
         return f"known OVS bug [{self.key}]: {self.title} ({self.where})"
@@ -320,199 +352,3 @@ ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
        TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH)
-
-
-# -- where OVS deviates: the model's correct packet in, OVS's way out ----------
-
-Change = Callable[["Packet"], None]
-Completion = Callable[["Packet", "Layer"], None]
-
-
-@dataclass
-class Deviation:
-    """How OVS makes a frame differently from the contract (datapath/model/send.py):
-    `pkt` with OVS's own changes made before the checksums are completed; per
-    checksum slot, OVS's own way of completing it (None: it leaves it as is);
-    and the GRE checksum OVS writes."""
-
-    bug: OvsBug
-    pkt: "Packet"
-    completions: dict[str, Completion | None] = field(default_factory=dict)
-    gre: int | None = None
-    note: str = ""
-
-
-def record_change(pkt: "Packet", bug: OvsBug, change: Change, note: str) -> None:
-    """Remember that OVS changes this packet otherwise than the model did (applied
-    at egress to a copy: `change` finds its place from the packet's layers)."""
-    pkt.ovs_changes.append((bug, change, note))
-
-
-def ovs_bytes(pkt: "Packet") -> bytes:
-    """The packet's bytes as OVS has them: with OVS's own changes applied."""
-    if not pkt.ovs_changes:
-        return bytes(pkt.data)
-    changed = pkt.copy()
-    for _, change, _ in pkt.ovs_changes:
-        change(changed)
-    return bytes(changed.data)
-
-
-def check_crashes(pkt: "Packet", tx: "TxOffloads") -> None:
-    """Record the aborts this packet runs into at egress (crash bugs)."""
-    from datapath.model.packet import PROTO_TCP, PROTO_UDP
-    from datapath.offloads import CsumState
-    for lay in (pkt.outer, pkt.inner):
-        if lay is not None and lay.l4_csum is CsumState.PARTIAL \
-                and lay.proto not in (PROTO_TCP, PROTO_UDP):
-            _add(pkt, L4_PARTIAL_NOT_TCP_UDP)
-    # A cut before a pending IPv4 TCP/UDP header: completing it sums a negative size,
-    # unless it is handed to a port that advertises the offload and does not do it.
-    if pkt.cut is not None and pkt.cut.before_l4 and pkt.cut.flag not in tx.driver_flags():
-        _add(pkt, TRUNC_L4_CUT_CRASH)
-    # packet_udp_tunnel_csum() asserts that a set segment size divides the payload
-    # into whole segments (dp_packet_gso_nr_segs(): DIV_ROUND_UP, 0 for no payload).
-    length = _tso_tunnel_shortcut(pkt, tx)
-    if length is not None and length != pkt.tso_segsz * -(-length // pkt.tso_segsz):
-        _add(pkt, TSO_SHORT_TUNNEL_ASSERT)
-        pkt.notes.append(f"TSO segment size {pkt.tso_segsz} still set on a tunnelled "
-                         f"packet with {length} payload bytes (nothing was segmented)")
-
-
-def _tso_tunnel_shortcut(pkt: "Packet", tx: "TxOffloads | None") -> int | None:
-    """The inner TCP payload length where OVS's outer UDP checksum shortcut
-    (packets.c packet_udp_tunnel_csum()) meets a TSO segment size: a VXLAN/Geneve
-    packet whose outer UDP checksum OVS's code computes, with an inner TCP
-    checksum in a valid state (a set segment size keeps the packet a tunnel one
-    even with no inner checksum pending); None where it does not.  OVS's code
-    computes it where the port lacks the feature, and also where netdev-dummy
-    has it and does it: netdev-dummy does an offloaded checksum with OVS's own
-    software path (dp_packet_ol_send_prepare()); only `_disabled` leaves it."""
-    from datapath.model import gso
-    from datapath.model.packet import PROTO_TCP
-    from datapath.offloads import CsumState
-    from datapath.model.packet import PROTO_UDP
-    inn, out = pkt.inner, pkt.outer
-    if not (pkt.tunnel in ("vxlan", "geneve") and inn is not None and pkt.tso_segsz
-            and (tx is None or "out_udp" not in tx.driver_flags())
-            and out.l4_csum is CsumState.PARTIAL and inn.l4 is not None and inn.l4_csum.valid):
-        return None
-    if inn.proto == PROTO_TCP:
-        return gso.payload_bounds(pkt)[1]
-    if inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) != 0:
-        # A tunnel inside this one (its UDP header is the inner L4): OVS still
-        # reads the inner TCP payload length (dp_packet_get_inner_tcp_payload
-        # _length()), taking the UDP header and what follows as a TCP header.
-        size = len(pkt.data) - inn.l4
-        header = (pkt.data[inn.l4 + 12] >> 4) * 4 if size >= 20 else 0
-        return size - header if 20 <= header <= size else 0
-    return None
-
-
-def deviations(pkt: "Packet", slots: list[str], tx: "TxOffloads | None" = None) -> list[Deviation]:
-    """The known deviations that may apply to this packet at egress to a port
-    with `tx` (send.py keeps those that change what leaves)."""
-    found: list[Deviation] = []
-    if "outer.UDP" in slots and _tso_tunnel_shortcut(pkt, tx) == 0:
-        segsz = pkt.tso_segsz
-        found.append(Deviation(TSO_EMPTY_TUNNEL_CSUM, pkt,
-                               {"outer.UDP": functools.partial(_tso_empty_outer, segsz=segsz)},
-                               note=f"OVS adjusts the outer UDP checksum for {segsz}-byte "
-                                    "segments of a packet without payload"))
-    if pkt.ovs_gre_csum is not None:
-        found.append(Deviation(GRE_CSUM_AT_PUSH, pkt, gre=pkt.ovs_gre_csum,
-                               note=f"OVS writes GRE checksum 0x{pkt.ovs_gre_csum:04x}, taken "
-                                    "before the checksums under it were completed"))
-    for name in slots:
-        lay = pkt.inner if name.startswith("inner.") else pkt.outer
-        if lay is None or lay.l3 is None:
-            continue
-        if name.endswith("IP") and lay.ipv == 4 \
-                and (pkt.data[lay.l3] & 0x0F) * 4 >= lay.l3_size:
-            found.append(Deviation(IPV4_HEADER_ONLY, pkt, {name: None},
-                                   note=f"OVS leaves the pending {name} checksum of a "
-                                        "header-only packet as it is"))
-        first_nh = pkt.data[lay.l3 + 6]
-        if name[-3:] in ("TCP", "UDP") and lay.ipv == 6 and first_nh != lay.proto:
-            own: dict[str, Completion | None] = {
-                name: functools.partial(_l4_with_proto, proto=first_nh)}
-            if name.startswith("inner.") and _tunnel_csum_shortcut(pkt, slots):
-                # packet_udp_tunnel_csum(): the outer UDP checksum from the inner
-                # pseudo-header it takes (Next Header and payload length of the
-                # IPv6 header), as if the inner checksum were right for that one.
-                plen = lay.l3_size - 40
-                own["outer.UDP"] = functools.partial(_lco_outer, proto=first_nh, length=plen)
-            found.append(Deviation(
-                IPV6_EXT_PSEUDO_HEADER, pkt, own,
-                note=f"OVS completes {name} with Next Header {first_nh} in the pseudo-header"))
-    for bug, change, note in pkt.ovs_changes:
-        changed = pkt.copy()
-        change(changed)
-        found.append(Deviation(bug, changed, note=note))
-    from datapath.model import cut
-    found += cut.deviations(pkt, slots, tx)
-    return found
-
-
-def _tso_empty_outer(pkt: "Packet", outer: "Layer", segsz: int) -> None:
-    """The right outer UDP checksum, then changed as if a 16-bit length under it
-    went from 0 to `segsz` (RFC 1624 eqn. 3, as recalc_csum16() does): once for
-    the outer pseudo-header, once more for an inner IPv6 payload length; a
-    result of 0 is sent as 0xffff (RFC 768)."""
-    from datapath.model import csum
-    pkt.set_l4_csum(outer)
-    ofs = outer.l4_csum_ofs
-    times = 2 if pkt.inner is not None and pkt.inner.ipv == 6 else 1
-    for _ in range(times):
-        pkt.put16(ofs, csum.incremental(pkt.u16(ofs), (0).to_bytes(2, "big"),
-                                        segsz.to_bytes(2, "big")))
-    if pkt.u16(ofs) == 0:
-        pkt.put16(ofs, 0xFFFF)
-
-
-def _l4_with_proto(pkt: "Packet", lay: "Layer", proto: int) -> None:
-    pkt.set_l4_csum(lay, pseudo_proto=proto)
-
-
-def _tunnel_csum_shortcut(pkt: "Packet", slots: list[str]) -> bool:
-    """Whether OVS computes the outer UDP checksum of this packet by its
-    nested-checksum shortcut (packets.c packet_udp_tunnel_csum())."""
-    from datapath.model.packet import PROTO_TCP, PROTO_UDP
-    inn = pkt.inner
-    return (pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots and inn is not None
-            and inn.l4 is not None and inn.l4_csum.valid
-            and (inn.proto == PROTO_TCP
-                 or (inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) != 0)))
-
-
-def _lco_outer(pkt: "Packet", outer: "Layer", proto: int, length: int) -> None:
-    """The outer UDP checksum for an inner L4 checksum right under a pseudo-header
-    with `proto` and `length` (the inner bytes otherwise as they are)."""
-    from datapath.model import csum
-    from datapath.offloads import CsumState
-    tmp = pkt.copy()
-    assert tmp.inner is not None and tmp.inner.l4 is not None
-    tmp.set_l4_csum(tmp.inner, pseudo_proto=proto, pseudo_len=length)
-    tmp.put16(outer.l4_csum_ofs, 0)
-    pkt.put16(outer.l4_csum_ofs, csum.finish(tmp.l4_sum(tmp.outer)) or 0xFFFF)
-    outer.l4_csum = CsumState.GOOD
-
-
-def merge(pkt: "Packet", found: list[Deviation]) -> Deviation:
-    """All of OVS's deviations for this packet, as one."""
-    trunc = next((d for d in found
-                  if d.bug in (TRUNC_PENDING_CSUM, TRUNC_TUNNEL_OUTER_CSUM)), None)
-    base = (trunc.pkt if trunc is not None else pkt).copy()
-    for bug, change, _ in pkt.ovs_changes:
-        change(base)
-    gre = next((d.gre for d in found if d.gre is not None), None)
-    completions: dict[str, Completion | None] = {}
-    for d in found:
-        completions.update(d.completions)
-    return Deviation(found[0].bug, base, completions, gre)
-
-
-def _add(pkt: "Packet", bug: OvsBug) -> None:
-    if bug not in pkt.bugs:
-        pkt.bugs.append(bug)
-
