@@ -39,7 +39,6 @@ CANDIDATES = {
     "l4-partial-assert": "partial and (arp or icmp or other)",
     "tso-short-tunnel-assert": "test_tso_edges_tunnel and csum_on and 400B",
     "tso-empty-tunnel-csum": "test_tso_flags_and_sizes and PA-0B and vxlan",
-    "udp6-partial-zero-csum": "test_vxlan_upstream and udp6 and no_csum_frame",
     "ipv4-header-only-csum": "test_edge_frames and ip_header_only",
     "gso-cwr-every-segment": "test_tso_flags_and_sizes and C- and plain",
     "ipv6-ext-pseudo-header": "test_edge_frames and ext_ and plain",
@@ -47,6 +46,7 @@ CANDIDATES = {
     "gre-seq-shared": "test_erspan",
     "neigh-snoop-cached": "test_erspan",
     "trunc-pending-csum": "test_output_max_len and rx_partial and max_len100",
+    "trunc-tunnel-outer-csum": "test_output_max_len_into_tunnel and udp6 and max_len80",
     "trunc-l4-cut-crash": "test_output_max_len and rx_partial and max_len20",
 }
 

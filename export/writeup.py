@@ -59,8 +59,10 @@ RULES: dict[str, Rule] = {
         "(UDP checksum), RFC 7348 section 5 for VXLAN and RFC 8926 section 3.3 for "
         "Geneve (a non-zero UDP checksum \"MUST be correctly calculated across the "
         "entire packet\"), RFC 8200 section 8.1 over IPv6.  The daemon must not abort.",
-        "in packet_udp_tunnel_csum(), adjust the outer checksum for segmentation only "
-        "when the payload is longer than one segment"),
+        "treat a packet with no more than one segment of payload as no TSO packet: "
+        "clear its segment size (dp_packet_gso__() returns for n_segs <= 1 and keeps "
+        "it), or adjust the outer checksum in packet_udp_tunnel_csum() only for a "
+        "payload longer than one segment"),
     "tso-empty-tunnel-csum": Rule(
         "tunnel tso - udp tunnel csum of a packet without payload",
         f"{TSO_DOC}: a TSO packet sent over a port that cannot segment is segmented in "
@@ -69,16 +71,10 @@ RULES: dict[str, Rule] = {
         "for VXLAN and RFC 8926 section 3.3 for Geneve (a non-zero UDP checksum \"MUST "
         "be correctly calculated across the entire packet\").  OVS adjusts it for a "
         "segment-size payload the packet does not have, and receivers drop it.",
-        "in packet_udp_tunnel_csum(), adjust the outer checksum for segmentation only "
-        "when there is a payload to segment"),
-    "udp6-partial-zero-csum": Rule(
-        "IPv6 udp csum partial with a zero checksum field",
-        f"{CSUM_DOC} rule 5: a partial checksum \"may not be set in the packet data\" and "
-        "is completed at egress.  RFC 8200 section 8.1: \"unlike IPv4, the default behavior "
-        "when UDP packets are originated by an IPv6 node is that the UDP checksum is not "
-        "optional\"; a receiver discards a UDP/IPv6 packet with a zero checksum.  Zero is "
-        "no \"no checksum\" marker over IPv6: the checksum must be computed.",
-        "in packet_udp_complete_csum(), skip a zero checksum only over IPv4"),
+        "treat a packet with no more than one segment of payload as no TSO packet: "
+        "clear its segment size (dp_packet_gso__() returns for n_segs <= 1 and keeps "
+        "it), or adjust the outer checksum in packet_udp_tunnel_csum() only for a "
+        "payload longer than one segment"),
     "ipv4-header-only-csum": Rule(
         "ip csum offload - header without payload",
         "RFC 791 section 3.1: the header checksum covers the header and must be correct "
@@ -123,7 +119,24 @@ RULES: dict[str, Rule] = {
         "packet gets (RFC 768, RFC 9293 section 3.1, RFC 8200 section 8.1).  OVS computes "
         "it over the bytes left after the cut instead: a value no packet carries.",
         "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
-        "packet, or drop the offload flags of a truncated packet"),
+        "packet, or drop the offload flags (and the L4 offsets) of a packet it cuts: "
+        "then the truncated copy's checksums are the packet's, and a tunnel's outer "
+        "checksum is a full one over the bytes that leave"),
+    "trunc-tunnel-outer-csum": Rule(
+        "output max_len - udp tunnel csum of the truncated packet",
+        "RFC 768: the UDP checksum covers the pseudo-header, the UDP header and the data "
+        "as sent; RFC 7348 section 5 (VXLAN) and RFC 8926 section 3.3 (Geneve): a "
+        "non-zero outer UDP checksum \"MUST be correctly calculated across the entire "
+        "packet\".  With max_len the packet pushed into the tunnel is the truncated one "
+        "(Documentation/ref/ovs-actions.7.rst, output), so the outer checksum must be "
+        "right for the truncated inner bytes that follow it.  OVS's nested-checksum "
+        "shortcut takes it for inner headers past the cut, or, over inner IPv6, under "
+        "the IPv6 header's payload length while the inner checksum is completed under "
+        "the bytes left; receivers that check it drop the packet.",
+        "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
+        "packet, or drop the offload flags (and the L4 offsets) of a packet it cuts: "
+        "then the truncated copy's checksums are the packet's, and a tunnel's outer "
+        "checksum is a full one over the bytes that leave"),
     "trunc-l4-cut-crash": Rule(
         "output max_len - cut before a pending l4 header",
         "Documentation/ref/ovs-actions.7.rst, output: \"With max_len, the packet is "
@@ -134,8 +147,9 @@ RULES: dict[str, Rule] = {
         "checksum\".  A checksum whose header is gone has nothing left to complete; the "
         "packet's first max_len bytes must leave, and the daemon must not die.",
         "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
-        "packet, or drop the offload flags (and L4 offset) of a packet cut before its L4 "
-        "header"),
+        "packet, or drop the offload flags (and the L4 offsets) of a packet it cuts: "
+        "then the truncated copy's checksums are the packet's, and a tunnel's outer "
+        "checksum is a full one over the bytes that leave"),
 }
 
 
@@ -143,6 +157,32 @@ def rule_for(bug: OvsBug) -> Rule:
     return RULES.get(bug.key, Rule(bug.key.replace("-", " "),
                                    "(no rule written for this bug yet: see "
                                    "datapath/model/bugs.py and the model's notes below)"))
+
+
+CLASS_TEXT = {"bug": "a bug", "by-design": "a divergence from a standard or from OVS's "
+              "documentation that OVS may keep by design",
+              "latent": "latent: no real port hands OVS its input"}
+
+
+def classification(bug: OvsBug) -> str:
+    """The entry's class, severity and root-cause group, with the evidence for a
+    class other than bug."""
+    text = (f"{CLASS_TEXT.get(bug.cls, bug.cls)}; severity: {bug.severity}; root-cause "
+            f"group {bug.root_cause} (one fix cures every entry of the group).")
+    return text + (f"  Why: {bug.why}." if bug.why and bug.cls != "bug" else "")
+
+
+def trigger(bug: OvsBug) -> str:
+    """Which real port kinds can hand OVS the input, and whether a case shows it;
+    a guest-triggerable abort says it is security-relevant."""
+    if not bug.real_ports:
+        return f"None: {bug.why}." if bug.why else "None: only netdev-dummy's options reach it."
+    text = "  ".join(f"{p.text()}." for p in bug.real_ports)
+    if bug.crash and any(p.kind == "vhost-user" for p in bug.real_ports):
+        text += ("  A vhost-user guest that can make ovs-vswitchd abort takes down every "
+                 "port of the switch: this is security-relevant (a denial of service from "
+                 "inside a VM).")
+    return text
 
 
 def _para(label: str, text: str) -> list[str]:
@@ -205,6 +245,8 @@ def render(case: CaseRecord, at_name: str, title: str, keyword: str,
                                       f"{', '.join(bug.seen_in)}).")
         out += _para("Where in OVS", bug.where)
         out += _para("The rule it breaks", rule_for(bug).rule)
+        out += _para("Class and severity", classification(bug))
+        out += _para("Real-port trigger", trigger(bug))
     out += _para("The case", f"{case.nodeid} ({case.outcome} with {ovs}); exported as "
                  f"{at_name}, AT_SETUP([{title}]).")
     out += ["  Configuration, in the order the case made it:", *_config(case), ""]

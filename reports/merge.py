@@ -63,7 +63,9 @@ def merge(inputs: Sequence[tuple[str, str, RunRecord]], out_dir: str) -> RunReco
     for run in runs:
         for bug in run.known_bugs:
             known.setdefault(str(bug.get("key")), {
-                k: str(bug.get(k, "")) for k in ("key", "title", "where", "seen_in")})
+                k: str(bug.get(k, "")) for k in ("key", "title", "where", "seen_in", "cls",
+                                                 "severity", "real_ports", "root_cause",
+                                                 "why") if k in bug})
     return RunRecord(
         started=min((r.started for r in runs if r.started), default=""),
         duration=round(sum(r.duration for r in runs), 3),

@@ -185,6 +185,18 @@ def test_writeup_names_rule_function_frames_and_how_to_run() -> None:
     assert "IP.chksum: expected 0x1, got 0x2" in text
 
 
+def test_writeup_states_class_severity_and_real_port_trigger() -> None:
+    crash = bugs.L4_PARTIAL_NOT_TCP_UDP
+    text = writeup.render(_case(crash.key, "xfailed"), "l4.at", "dpif-netdev - x", crash.key,
+                          crash, "OVS 4.0.0").replace("\n  ", " ")
+    assert "Class and severity" in text and "severity: crash" in text
+    assert "Real-port trigger" in text and "vhost-user" in text and "security-relevant" in text
+    latent = bugs.GSO_CWR_EVERY_SEGMENT
+    text = writeup.render(_case(latent.key, "xfailed"), "cwr.at", "dpif-netdev - x", latent.key,
+                          latent, "OVS 4.0.0").replace("\n  ", " ")
+    assert "latent" in text and "None: no real port" in text and "security" not in text
+
+
 def test_minimal_case_is_the_smallest_frame_that_xfails_on_the_bug() -> None:
     key = bugs.GRE_CSUM_AT_PUSH.key
 

@@ -109,6 +109,19 @@ def test_udp_zero_checksum_stays_zero() -> None:
         assert l4csum(out) == 0
 
 
+def test_partial_udp6_zero_checksum_may_stay_zero() -> None:
+    """send.py E2: 0 is UDP's "no checksum" over IPv6 too (RFC 6935 §5, RFC 6936;
+    upstream's "IPv6 udp csum offload" no_csum_frame keeps it): a partial UDP/IPv6
+    checksum whose field holds 0 may stay 0 or be computed, and no bug is named."""
+    frame = with_l4_csum(compose("udp", 6), 0)
+    exp = forward(frame, [mod_tp_dst(2222), output("p2")], NONE, RxFlags(l4=G))
+    kept = exp.frames[0]
+    assert l4csum(kept) == 0 and exp.csum_state[0]["UDP"] == "none" and not exp.bugs
+    computed = forward(compose("udp", 6), [mod_tp_dst(2222), output("p2")], NONE,
+                       RxFlags(l4=P)).frames[0]
+    assert l4csum(computed) == 0x412F and exp.permits(0, computed)
+
+
 def test_rfc1624_incremental_matches_full_recompute() -> None:
     data = bytes(range(40))
     new = data[:10] + b"\x12\x34" + data[12:]

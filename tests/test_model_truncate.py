@@ -9,7 +9,8 @@ import pytest
 
 from datapath import model
 from datapath.model.actions import PushTunnel, Truncate, ofctl_actions, output
-from datapath.model.bugs import TRUNC_PENDING_CSUM
+from datapath.model.bugs import TRUNC_PENDING_CSUM, TRUNC_TUNNEL_OUTER_CSUM
+from datapath.model.packet import Packet
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 
@@ -97,9 +98,42 @@ def test_into_a_udp_tunnel_ovs_takes_the_outer_checksum_for_the_uncut_packet() -
                          "sport": 1, "vlan": False})
     exp = model.forward(frame, [Truncate(14), PushTunnel(spec("vxlan", 4, True), "11"),
                                 output("p2")], TxOffloads(), PENDING)
-    assert exp.frames[0][-14:] == frame[:14] and exp.bugs == [TRUNC_PENDING_CSUM]
+    assert exp.frames[0][-14:] == frame[:14] and exp.bugs == [TRUNC_TUNNEL_OUTER_CSUM]
     assert (exp.frames[0][40:42].hex(), exp.ovs_frames[0][40:42].hex()) == ("c990", "6356")
     # a port that does the outer UDP checksum itself takes it over the bytes sent
     done = model.forward(frame, [Truncate(14), PushTunnel(spec("vxlan", 4, True), "11"),
                                  output("p2")], TxOffloads.parse("out_udp"), PENDING)
     assert not done.bugs
+
+
+@pytest.mark.parametrize("ipv", [4, 6])
+@pytest.mark.parametrize("l4", ["tcp", "udp"])
+def test_into_a_udp_tunnel_a_payload_cut_breaks_the_outer_checksum_over_ipv6_only(
+        ipv: int, l4: str) -> None:
+    """Cut in the inner payload, OVS completing the inner checksum: over IPv4 the
+    shortcut and the completion both take the header's total length, so OVS's
+    outer UDP checksum verifies over the bytes it sends (only the inner value is
+    OVS's own: trunc-pending-csum); over IPv6 the shortcut takes the header's
+    payload length and the completion the L4 bytes left (trunc-tunnel-outer-csum)."""
+    from fixtures.frames import compose
+    from fixtures.tunnel import spec
+    frame = compose(l4, ipv, payload=bytes(range(120)))
+    cut = 14 + (20 if ipv == 4 else 40) + (20 if l4 == "tcp" else 8) + 30
+    exp = model.forward(frame, [Truncate(cut), PushTunnel(spec("vxlan", 4, True), "11"),
+                                output("p2")], TxOffloads(), PENDING)
+    sent = Packet.parse(exp.ovs_frames[0])
+    assert (sent.l4_sum(sent.outer) == 0xFFFF) is (ipv == 4)
+    assert exp.bugs == ([TRUNC_PENDING_CSUM] if ipv == 4
+                        else [TRUNC_PENDING_CSUM, TRUNC_TUNNEL_OUTER_CSUM])
+
+
+def test_into_a_udp_tunnel_a_cut_in_the_inner_udp_header_breaks_the_outer_checksum() -> None:
+    """Over IPv4 too: the shortcut reads the UDP header's checksum and the headers
+    past the cut (no crash: OVS's own completion needs the checksum field)."""
+    from fixtures.frames import compose
+    from fixtures.tunnel import spec
+    frame = compose("udp", 4, payload=bytes(range(120)))
+    exp = model.forward(frame, [Truncate(14 + 20 + 4), PushTunnel(spec("vxlan", 4, True), "11"),
+                                output("p2")], TxOffloads(), PENDING)
+    sent = Packet.parse(exp.ovs_frames[0])
+    assert sent.l4_sum(sent.outer) != 0xFFFF and exp.bugs == [TRUNC_TUNNEL_OUTER_CSUM]

@@ -234,7 +234,9 @@ def test_render_puts_failures_first_and_escapes(tmp_path: Path) -> None:
     cases = [_case("t.py::test_passing", "passed"), _case("t.py::test_xf", "xfailed", longrepr="XFAIL: bug"),
              _failed_case(), _case("t.py::test_broken_setup", "error", longrepr="E   RuntimeError: boom")]
     known = [{"key": "gre-csum-at-push", "status": "present", "present": 1, "absent": 0,
-              "seen_in": "4.0.0", "title": "t", "where": "w"}]
+              "seen_in": "4.0.0", "title": "t", "where": "w", "cls": "bug",
+              "severity": "corrupts data on the wire", "root_cause": "gre-csum-at-push",
+              "real_ports": "veth", "why": ""}]
     html = Path(render(_run(cases, known_bugs=known), str(tmp_path))).read_text()
     # Red first: the failures come before the known-bug table and the matrix.
     assert html.index('id="failures"') < html.index('id="known-bugs"') < html.index('id="matrix-section"')
@@ -251,6 +253,19 @@ def test_render_puts_failures_first_and_escapes(tmp_path: Path) -> None:
     assert '<span class="d">ff</span>' in page  # byte that differs from the expected frame
     assert "IP good, TCP stale" in page and "rewrite nw_ttl" in page
     assert 'href="../repro/fwd.sh"' in page and "no bridge" in page and "bad thing" in page
+
+
+def test_render_lists_bugs_apart_from_latent_and_by_design_entries(tmp_path: Path) -> None:
+    from datapath.model import bugs
+    known = [{**b.summary(), "status": "present", "present": 1, "absent": 0} for b in bugs.ALL]
+    html = Path(render(_run([], known_bugs=known), str(tmp_path))).read_text()
+    real = html[html.index('id="known-bugs"'):html.index('id="known-other"')]
+    other = html[html.index('id="known-other"'):]
+    for bug in bugs.ALL:
+        assert (f">{bug.key}<" in real) is (bug.cls == "bug")
+        assert (f">{bug.key}<" in other) is (bug.cls != "bug")
+    assert "<th>severity</th><th>real ports</th><th>root cause</th>" in real
+    assert ">latent<" in other and ">by-design<" in other
 
 
 def test_render_survives_empty_and_sparse_records(tmp_path: Path) -> None:

@@ -6,8 +6,7 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
-from datapath.model import csum
-from datapath.model.bugs import IPV4_LATER_FRAGMENT, record_change
+from datapath.model import hooks
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.model.tunnel import TunnelSpec, push
 
@@ -40,40 +39,14 @@ class SetIPv4Addr(Action):
         if old == new:
             return
         if pkt.l4 is None:
-            later_fragment(pkt, old, new)
+            # No TCP/UDP header, so no L4 checksum to patch: a later IPv4 fragment
+            # carries none (RFC 791 §3.2), and the address changes the IP header only.
+            hooks.active().ipv4_addr_rewritten(pkt, old, new)
         # L4 first (pseudo-header), then the IP header, as packets.c does.
         if pkt.l4 is not None:
             pkt.patch_l4_csum(old, new, f"pseudo-header {self.ofctl()}")
         pkt.patch_ip_csum(old, new)
         pkt.data[ofs:ofs + 4] = new
-
-
-def later_fragment(pkt: Packet, old: bytes, new: bytes) -> None:
-    """A later IPv4 fragment has no TCP/UDP header (RFC 791 §3.2): an address
-    rewrite changes only the IP header.  OVS patches two payload bytes where a
-    header would hold its checksum (bugs.IPV4_LATER_FRAGMENT)."""
-    lay = pkt.outer
-    assert lay.l3 is not None
-    ihl = (pkt.data[lay.l3] & 0x0F) * 4
-    frag = pkt.u16(lay.l3 + 6)
-    proto = pkt.data[lay.l3 + 9]
-    need = {PROTO_TCP: 20, PROTO_UDP: 8}.get(proto)
-    if not frag & 0x1FFF or need is None or lay.l3_size - ihl < need or lay.l4_csum.valid:
-        return
-    where = 16 if proto == PROTO_TCP else 6
-
-    def ovs_patch(p: Packet) -> None:
-        inner = p.inner if p.inner is not None else p.outer
-        assert inner.l3 is not None
-        ofs = inner.l3 + ihl + where
-        value = p.u16(ofs)
-        if proto == PROTO_UDP and value == 0:
-            return
-        value = csum.incremental(value, old, new)
-        p.put16(ofs, 0xFFFF if proto == PROTO_UDP and value == 0 else value)
-    record_change(pkt, IPV4_LATER_FRAGMENT, ovs_patch,
-                  f"OVS patches payload bytes {where}-{where + 1} of this later fragment "
-                  "as if they were a checksum")
 
 
 @dataclass(frozen=True)

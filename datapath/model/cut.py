@@ -1,81 +1,41 @@
-"""output(port, max_len): rule E8 of send.py, and what OVS 4.0.0 does instead.
+"""output(port, max_len): rule E8 of send.py.
 
 The port gets the first max_len bytes of the packet as it would leave
 (ovs-actions(7): truncation serves mirroring to a collector): its postponed
-checksums are completed first, then it is cut.  OVS cuts first and keeps the
-offload flags, so a TCP/UDP checksum still pending is completed at egress over
-the bytes left, or, cut before an IPv4 TCP/UDP header, kills the daemon; a
-VXLAN/Geneve outer UDP checksum over such a packet is taken for the uncut one
-(bugs.TRUNC_PENDING_CSUM, bugs.TRUNC_L4_CUT_CRASH).  Which of these shows
-depends on the port, so `truncate` leaves a `Cut` on the packet and egress
-(send.complete, bugs.check_crashes and bugs.deviations) decides.
+checksums are completed first, then it is cut.  Who completes a checksum that
+was pending depends on the port (E3), so `truncate` leaves a `Cut` on the
+packet and egress (send.complete) decides.
 """
 from __future__ import annotations
 
-import functools
-
-from datapath.model import bugs, csum
-from datapath.model.packet import PROTO_TCP, PROTO_UDP, Cut, Layer, Packet
+from datapath.model import hooks
+from datapath.model.packet import PROTO_TCP, PROTO_UDP, Cut, Packet
 from datapath.model.send import complete_in_software, patch_from_end
-from datapath.offloads import CsumState, TxOffloads
+from datapath.offloads import CsumState
 
 
 def truncate(pkt: Packet, max_len: int) -> None:
-    """E8: complete, then cut to `max_len` bytes; what OVS does otherwise, kept
-    on the packet as its `cut`."""
+    """E8: complete, then cut to `max_len` bytes; the bytes as received are kept
+    on the packet's `cut` for a port that takes the offload and does not do it."""
     if len(pkt.data) <= max_len:
         return
     if pkt.tso_segsz:
         raise NotImplementedError("model: output max_len of a TSO packet")
-    theirs = _cut_then_completed(pkt, max_len)
     pending = [lay for lay in (pkt.inner, pkt.outer)
                if lay is not None and lay.l3 is not None and lay.payload is not None
                and lay.l4_csum is CsumState.PARTIAL and lay.proto in (PROTO_TCP, PROTO_UDP)]
-    zero_udp = bool(pending) and pending[0].proto == PROTO_UDP \
-        and pending[0].l4 is not None and pkt.u16(pending[0].l4_csum_ofs) == 0
     handed = bytes(pkt.data[:max_len])
-    changes = len(pkt.ovs_changes)
+    before = pkt.copy()
     complete_in_software(pkt, f"output max_len={max_len}: before the cut,")
-    if len(pkt.ovs_changes) != changes:
-        raise NotImplementedError("model: output max_len of a packet OVS completes otherwise")
-    uncut = csum.ones_sum(bytes(pkt.data))
-    start = pending[0].payload if pending else None
-    tcp_len = ((pkt.data[start + 12] >> 4) * 4 if start is not None and pending[0].proto
-               == PROTO_TCP and start + 12 < len(pkt.data) else 0)
-    right = bytes(pkt.data[:max_len])
+    completed = bytes(pkt.data)
+    right = completed[:max_len]
     pkt.data = bytearray(right)
     _forget_cut_headers(pkt, max_len)
     pkt.notes.append(f"output max_len={max_len}: the first {max_len} bytes leave")
-    if start is None:
-        return
-    lay = pending[0]
-    # OVS's outer UDP checksum shortcut gives up where the cut leaves part of a TCP
-    # header (dp_packet_get_inner_tcp_payload()) or the UDP checksum field held 0.
-    shortcut = not (0 <= max_len - start < tcp_len) and not zero_udp
-    pkt.cut = Cut(max_len, "tcp" if lay.proto == PROTO_TCP else "udp",
-                  lay.ipv == 4 and start > max_len,
-                  patch_from_end(right, theirs) if theirs != right else None,
-                  patch_from_end(right, handed) if handed != right else None,
-                  uncut if shortcut else None)
-
-
-def _cut_then_completed(pkt: Packet, max_len: int) -> bytes:
-    """The packet cut first, its pending checksums then completed over what is
-    left, where their fields are left: packet_{tcp,udp}_complete_csum() take
-    IPv4's pseudo-header length from the header, IPv6's from the L4 bytes left."""
-    ovs = pkt.copy()
-    ovs.data = ovs.data[:max_len]
-    for lay in (ovs.inner, ovs.outer):
-        if lay is None or lay.l3 is None:
-            continue
-        if lay.ip_csum is CsumState.PARTIAL and lay.ipv == 4 and lay.l3 < max_len \
-                and lay.l3 + (ovs.data[lay.l3] & 0x0F) * 4 <= max_len:
-            ovs.set_ip_csum(lay)
-        if lay.l4_csum is CsumState.PARTIAL and lay.l4 is not None \
-                and lay.proto in (PROTO_TCP, PROTO_UDP) and not lay.fragment \
-                and lay.l4_csum_ofs + 2 <= max_len:
-            ovs.set_l4_csum(lay, pseudo_len=max_len - lay.l4 if lay.ipv == 6 else None)
-    return bytes(ovs.data)
+    if pending:
+        pkt.cut = Cut(max_len, "tcp" if pending[0].proto == PROTO_TCP else "udp",
+                      patch_from_end(right, handed) if handed != right else None)
+    hooks.active().truncated(before, pkt, max_len, completed)
 
 
 def _forget_cut_headers(pkt: Packet, max_len: int) -> None:
@@ -89,50 +49,3 @@ def _forget_cut_headers(pkt: Packet, max_len: int) -> None:
             (pkt.data[lay.l3] & 0x0F) * 4 if lay.l3 < max_len else max_len)
         if lay.l3 + header > max_len:
             lay.l3, lay.payload = None, None
-
-
-def deviation(pkt: Packet, slots: list[str], tx: TxOffloads | None) -> bugs.Deviation | None:
-    """TRUNC_PENDING_CSUM at egress to a port with `tx`, where it changes anything.
-
-    A VXLAN/Geneve outer UDP checksum that OVS's code takes (the port lacks the
-    feature, or netdev-dummy does it with the inner one left to it too) goes by
-    the nested-checksum shortcut, which reads the uncut packet's headers; where
-    the shortcut gives up, OVS completes the inner checksum itself, whatever
-    the port offers.  Otherwise the inner one is OVS's to complete unless the
-    port takes the offload (and, `_disabled`, leaves it as received)."""
-    cut = pkt.cut
-    if cut is None:
-        return None
-    undone = tx.driver_flags() if tx is not None else frozenset()
-    flags = tx.netdev_flags() if tx is not None else frozenset()
-    by_ovs = pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots and (
-        "out_udp" not in flags or ("out_udp" not in undone and cut.flag in flags))
-    outer = cut.uncut_sum is not None and by_ovs
-    inner = cut.change is not None and (cut.flag not in undone
-                                        or (by_ovs and cut.uncut_sum is None))
-    if not (inner or outer):
-        return None
-    changed = pkt.copy()
-    if inner and cut.change is not None:
-        cut.change(changed)
-    elif cut.flag in undone and cut.handed is not None:
-        cut.handed(changed)
-    return bugs.Deviation(
-        bugs.TRUNC_PENDING_CSUM, changed,
-        {"outer.UDP": functools.partial(_uncut_outer, cut=cut)} if outer else {},
-        note="OVS completes the pending checksum over the truncated bytes" if inner
-        else "OVS takes the outer UDP checksum as for the packet before the cut")
-
-
-def _uncut_outer(pkt: Packet, outer: Layer, cut: Cut) -> None:
-    """The outer UDP checksum of a VXLAN/Geneve packet whose inner frame was cut,
-    taken over the outer pseudo-header, the UDP and tunnel headers as they are,
-    and the inner frame as it was before the cut with its checksums right; 0 is
-    sent as 0xffff (RFC 768)."""
-    assert outer.l4 is not None and cut.uncut_sum is not None
-    start = len(pkt.data) - cut.length  # the inner frame follows the tunnel header
-    pkt.put16(outer.l4_csum_ofs, 0)
-    total = csum.ones_sum(bytes(pkt.data[outer.l4:start]), pkt.pseudo_header(outer))
-    pkt.put16(outer.l4_csum_ofs, csum.finish(csum.ones_sum(b"", total + cut.uncut_sum))
-              or 0xFFFF)
-    outer.l4_csum = CsumState.GOOD

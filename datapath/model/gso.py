@@ -17,7 +17,8 @@ carries its slice of the payload; then:
 from __future__ import annotations
 
 import struct
-from datapath.model import bugs, csum
+
+from datapath.model import hooks
 from datapath.model.packet import PROTO_TCP, Layer, Packet
 from datapath.offloads import CsumState
 
@@ -58,6 +59,7 @@ def segment(pkt: Packet) -> list[Packet]:
         seg.tso_segsz = 0
         seg.notes = [f"segment {i + 1}/{n} of a TSO packet (segsz {segsz})"] if i == 0 else []
         _update(seg, i, n, segsz)
+        hooks.active().segmented(pkt, seg, i)
         segs.append(seg)
     return segs
 
@@ -87,23 +89,8 @@ def _update(seg: Packet, i: int, n: int, segsz: int) -> None:
     struct.pack_into("!I", seg.data, tcp.l4 + 4, (seq + i * segsz) & 0xFFFFFFFF)
     if i < n - 1:
         seg.data[tcp.l4 + 13] &= ~(TCP_PSH | TCP_FIN) & 0xFF
-    if i > 0 and seg.data[tcp.l4 + 13] & TCP_CWR:
+    if i > 0:
         seg.data[tcp.l4 + 13] &= ~TCP_CWR & 0xFF
-        bugs.record_change(seg, bugs.GSO_CWR_EVERY_SEGMENT, _keep_cwr,
-                           "OVS keeps CWR on this later segment")
-    if seg.gre_csum_ofs is not None:
-        # OVS refills the GRE checksum here, before the checksums under it are
-        # finished; the model keeps that value to name the deviation later.
-        ofs = seg.gre_csum_ofs
-        seg.put16(ofs, 0)
-        seg.ovs_gre_csum = csum.checksum(bugs.ovs_bytes(seg)[ofs - 4:])
-
-
-
-def _keep_cwr(pkt: Packet) -> None:
-    tcp = tcp_layer(pkt)
-    assert tcp is not None and tcp.l4 is not None
-    pkt.data[tcp.l4 + 13] |= TCP_CWR
 
 
 def check_pkt_len(pkt: Packet) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple
 
 from datapath.model import csum
-from datapath.model.bugs import OvsBug
+from datapath.model.hooks import Known, Overlay
 from datapath.offloads import CsumState
 
 ETH_TYPE_IPV4 = 0x0800
@@ -172,19 +172,13 @@ def _set_l4(layer: Layer, proto: int, l4: int, l4_size: int) -> None:
 
 @dataclass(frozen=True)
 class Cut:
-    """A packet output max_len cut while a TCP/UDP checksum was pending: what
-    OVS does with it depends on the port, so egress decides (datapath/model/cut.py)."""
+    """A packet output max_len cut while a TCP/UDP checksum was pending: who
+    completes it depends on the port, so egress decides (send.py E3, E8)."""
 
     length: int  # max_len: the cut frame's length
     flag: str  # the offload flag that checksum needs: "tcp" or "udp"
-    before_l4: bool  # the cut fell before an IPv4 TCP/UDP header (bugs.TRUNC_L4_CUT_CRASH)
-    # OVS's own bytes for it, completed over what is left (bugs.TRUNC_PENDING_CSUM),
-    # and the bytes as received (a port that takes the offload and does not do it).
-    change: Callable[["Packet"], None] | None
+    # The cut bytes as received (for a port that takes the offload and does not do it).
     handed: Callable[["Packet"], None] | None
-    # The uncut packet's ones' sum, where a UDP tunnel's outer checksum shortcut
-    # would take the uncut headers; None where the shortcut gives up.
-    uncut_sum: int | None
 
 
 @dataclass
@@ -195,12 +189,9 @@ class Packet:
     tunnel: str | None = None  # "vxlan", "geneve" or "gre" while OVS tracks it
     notes: list[str] = field(default_factory=list)
     gre_csum_ofs: int | None = None  # the GRE checksum field, when there is one
-    # Known OVS deviations this packet runs into (datapath/model/bugs.py).
-    bugs: list[OvsBug] = field(default_factory=list)
-    ovs_gre_csum: int | None = None  # what OVS wrote into the GRE checksum at push
-    # Where OVS changes the packet otherwise than the model (bugs.record_change).
-    ovs_changes: list[tuple[OvsBug, Callable[["Packet"], None], str]] = field(
-        default_factory=list)
+    # Known deviations of the datapath under test this packet runs into, as a
+    # layer above names them (datapath/model/hooks.py); the model names none.
+    bugs: list[Known] = field(default_factory=list)
     tso_segsz: int = 0  # set by a TSO rx port: the packet may be segmented on tx
     # Other bytes the contract allows for checksums already final (send.py E7):
     # each makes the packet into one the egress may also start from.
@@ -208,6 +199,8 @@ class Packet:
     # What output max_len left for egress (datapath/model/cut.py), if it cut the
     # packet while a TCP/UDP checksum was pending.
     cut: Cut | None = None
+    # What a layer above keeps on the packet (datapath/model/hooks.py).
+    overlay: Overlay | None = None
 
     @classmethod
     def parse(cls, frame: bytes) -> "Packet":
@@ -218,8 +211,8 @@ class Packet:
     def copy(self) -> "Packet":
         return Packet(bytearray(self.data), replace(self.outer),
                       None if self.inner is None else replace(self.inner), self.tunnel, [],
-                      self.gre_csum_ofs, list(self.bugs), self.ovs_gre_csum,
-                      list(self.ovs_changes), self.tso_segsz, list(self.choices), self.cut)
+                      self.gre_csum_ofs, list(self.bugs), self.tso_segsz, list(self.choices),
+                      self.cut, None if self.overlay is None else self.overlay.copy())
 
     # The outermost layer is what rewrites act on.
     @property
@@ -322,7 +315,7 @@ class Packet:
                     pseudo_len: int | None = None) -> None:
         """Make a TCP or UDP checksum right: pseudo-header plus segment (RFC 9293
         §3.1, RFC 768, RFC 8200 §8.1); a UDP result of 0 is sent as 0xffff (RFC 768).
-        (`pseudo_proto` computes it with another protocol: a known OVS bug.)"""
+        (`pseudo_proto` and `pseudo_len` compute it under another pseudo-header.)"""
         ofs = lay.l4_csum_ofs
         self.put16(ofs, 0)
         value = csum.finish(self.l4_sum(lay, pseudo_proto, pseudo_len))
@@ -355,10 +348,9 @@ class Packet:
             if lay.l4 is not None and lay.proto in (PROTO_TCP, PROTO_UDP) and not lay.fragment:
                 name = prefix + lay.l4_name
                 if lay.proto == PROTO_UDP and self.u16(lay.l4_csum_ofs) == 0:
-                    # RFC 768: none over IPv4; RFC 8200 §8.1: never over IPv6, but
-                    # RFC 6935 lets a tunnel's outer UDP header go without.
-                    tunnel_outer = lay is self.outer and self.inner is not None
-                    out[name] = "none" if lay.ipv == 4 or tunnel_outer else "bad"
+                    # RFC 768: none; over IPv6 RFC 6935 §5 and RFC 6936 allow it
+                    # (send.py E2): neither good nor bad (tshark: illegal).
+                    out[name] = "none"
                 else:
                     ok = self.l4_sum(lay) == 0xFFFF
                     out[name] = "good" if ok else (

@@ -12,10 +12,13 @@ E2  A checksum OVS postponed (state partial: the header is valid but the
     egress NIC supports checksum offloading"; where the port lacks the feature,
     "the data path will fall back to equivalent software implementation"
     (CSUM-DOC, Design).  Right means RFC 791 §3.1 for an IPv4 header (a header
-    without payload too), RFC 9293 §3.1 for TCP, RFC 768 for UDP over IPv4
-    (where 0 means "no checksum", so a partial UDP checksum of 0 may also stay
-    0), RFC 8200 §8.1 for UDP over IPv6 (mandatory: 0 is never right), with
-    RFC 1071 arithmetic.
+    without payload too), RFC 9293 §3.1 for TCP, RFC 768 for UDP over IPv4 and
+    RFC 8200 §8.1 for UDP over IPv6, with RFC 1071 arithmetic.  A partial UDP
+    checksum whose field holds 0 may also stay 0, over IPv4 and IPv6 alike: 0
+    is UDP's "no checksum" (RFC 768), which RFC 6935 §5 and RFC 6936 allow over
+    IPv6 for tunnel encapsulations, and OVS keeps that meaning for every UDP
+    packet (its own tests/dpif-netdev.at, "IPv6 udp csum offload": the inner
+    no_csum_frame leaves with checksum 0 as no_csum_expected).
 E3  Who completes a postponed checksum is OVS's choice, visible only on a port
     that advertises the feature but does not do it (netdev-dummy's `_disabled`,
     a stand-in for a broken driver).  There the wire may show the checksum
@@ -52,20 +55,27 @@ Before a second tunnel header goes on, every pending checksum is completed in
 software: offload flags reach an inner and an outer header only (DPDK mbuf
 outer/inner offsets), so nothing below the new outer header can be handed on.
 
-Where OVS is known to break these rules, datapath/model/bugs.py describes the
-deviation, and `Egress.ovs_allowed` holds the frames OVS sends instead.
+The model knows no OVS bug.  Where OVS is known to break these rules, the layer
+above it (datapath/deviations/, through datapath/model/hooks.py) fills
+`Egress.ovs_allowed` with the frames OVS sends instead, naming the entry of the
+catalogue (datapath/model/bugs.py).
 """
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from datapath.model import bugs, csum, gso
+from datapath.model import csum, gso, hooks
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Layer, Packet
 from datapath.offloads import CsumState, TxOffloads
 
 P = CsumState.PARTIAL
 Verdicts = dict[str, str]
+# A slot completed another way than the contract's (how a layer above says what
+# the datapath under test does instead), and a change to a packet's bytes.
+Completion = Callable[[Packet, Layer], None]
+Change = Callable[[Packet], None]
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,8 @@ class Egress:
 
     pkt: Packet  # the canonical frame: every optional checksum left as handed
     allowed: dict[bytes, Verdicts] = field(default_factory=dict)  # frame -> verdicts
-    # What OVS is known to send instead (known bugs in pkt.bugs); empty: no deviation.
+    # What the datapath under test is known to send instead (named in pkt.bugs by
+    # the layer above, datapath/model/hooks.py); empty: no deviation.
     ovs_allowed: dict[bytes, Verdicts] = field(default_factory=dict)
 
 
@@ -119,7 +130,7 @@ def transmit(pkt: Packet, tx: TxOffloads) -> list[Egress]:
 
 def complete(pkt: Packet, tx: TxOffloads) -> Egress:
     """The contract applied to one packet about to leave a port with `tx`."""
-    bugs.check_crashes(pkt, tx)
+    hooks.active().crashes(pkt, tx)
     for lay in (pkt.outer, pkt.inner):  # E6
         if lay is not None and lay.l4_csum is P and lay.proto not in (PROTO_TCP, PROTO_UDP):
             pkt.notes.append("L4 checksum partial on a packet that is neither TCP nor UDP: "
@@ -139,18 +150,11 @@ def complete(pkt: Packet, tx: TxOffloads) -> Egress:
             else "must be right on the wire"))
     out = Egress(canonical, allowed)
     canonical.notes = pkt.notes
-    deviations = bugs.deviations(pkt, [s.name for s in slots], tx)
-    if deviations:  # OVS does all it does; a bug counts where it changes what leaves
-        merged = bugs.merge(pkt, deviations)
-        ovs = variants(merged.pkt, slots, merged.completions, merged.gre)[0]
-        if set(ovs) != set(allowed):
-            seen = [d for d in deviations
-                    if set(variants(d.pkt, slots, d.completions, d.gre)[0]) != set(allowed)]
-            out.ovs_allowed = ovs
-            for d in seen or deviations:
-                if d.bug not in canonical.bugs:
-                    canonical.bugs.append(d.bug)
-                canonical.notes.append(d.note)
+    ovs, named, notes = hooks.active().egress(pkt, slots, tx, allowed)
+    if ovs:
+        out.ovs_allowed = ovs
+        canonical.bugs += [b for b in named if b not in canonical.bugs]
+        canonical.notes += notes
     return out
 
 
@@ -183,9 +187,9 @@ def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
             if covers & disabled & adv:
                 why = f"the port advertises {'/'.join(sorted(covers & disabled))} but does not do it"
             stay = ""
-            if kind == "l4" and lay.proto == PROTO_UDP and lay.ipv == 4 \
-                    and pkt.u16(lay.l4_csum_ofs) == 0:
-                stay = "a UDP checksum of 0 over IPv4 means none (RFC 768)"
+            if kind == "l4" and lay.proto == PROTO_UDP and pkt.u16(lay.l4_csum_ofs) == 0:
+                stay = ("a UDP checksum of 0 means none (RFC 768" +
+                        ("; over IPv6 RFC 6935 §5, RFC 6936)" if lay.ipv == 6 else ")"))
             prefix = f"{where}." if tunnel else ""
             out.append(Slot(prefix + ("IP" if kind == "ip" else lay.l4_name), where, kind,
                             frozenset(covers), why, stay))
@@ -207,7 +211,7 @@ def _handed_inner(pkt: Packet, adv: frozenset[str]) -> bool:
 
 
 def variants(pkt: Packet, slots: list[Slot],
-             completions: dict[str, bugs.Completion | None] | None = None,
+             completions: dict[str, Completion | None] | None = None,
              gre: int | None = None) -> tuple[dict[bytes, Verdicts], Packet]:
     """Every frame the slots allow (see _variants), from the packet and from each
     of its choices (E7 before a second push)."""
@@ -222,7 +226,7 @@ def variants(pkt: Packet, slots: list[Slot],
 
 
 def _variants(pkt: Packet, slots: list[Slot],
-              completions: dict[str, bugs.Completion | None] | None = None,
+              completions: dict[str, Completion | None] | None = None,
               gre: int | None = None) -> tuple[dict[bytes, Verdicts], Packet]:
     """Every frame the slots allow, and the canonical one (each optional checksum
     as handed, each that may stay as it was).
@@ -230,8 +234,8 @@ def _variants(pkt: Packet, slots: list[Slot],
     A slot that may stay (E2) is a final choice: what covers it is computed over
     the value chosen.  A slot handed to a port (E3) is not: what covers it is
     computed as if the port had completed it (E5).  `completions` gives slots
-    OVS completes its own way (None: leaves as they are) and `gre` a fixed GRE
-    checksum: how a known bug deviates (bugs.Deviation)."""
+    completed another way (None: left as they are) and `gre` a fixed GRE
+    checksum: how the layer above says the datapath under test deviates."""
     completions = completions or {}
     skip = frozenset(n for n, how in completions.items() if how is None)
     handed = {s.name: pkt.u16(s.ofs(pkt)) for s in slots}
@@ -302,16 +306,15 @@ def _trusting_outer_udp(pkt: Packet) -> int | None:
 
 def complete_in_software(pkt: Packet, why: str) -> None:
     """Every pending checksum right, by the datapath itself (before a second
-    tunnel header: see the module docstring).  Where a known OVS deviation makes
-    OVS complete one otherwise, that is recorded as an OVS change (bugs.py), to
-    show once the packet leaves; an abort on the way is recorded as for egress."""
+    tunnel header: see the module docstring).  The layer above may record that
+    the datapath under test completes one otherwise, to show once the packet
+    leaves, or aborts on the way (hooks.py)."""
     nothing = TxOffloads()
-    bugs.check_crashes(pkt, nothing)
+    observer = hooks.active()
+    observer.crashes(pkt, nothing)
     slots = pending_slots(pkt, nothing)
     _, done = variants(pkt, slots)
-    own = [d for d in bugs.deviations(pkt, [s.name for s in slots], nothing)
-           if d.pkt is pkt and d.completions and d.gre is None]
-    ovs = {d.bug: (bytes(variants(pkt, slots, d.completions)[1].data), d.note) for d in own}
+    token = observer.before_software_completion(pkt, slots)
     trusting = _trusting_outer_udp(done) if any(s.name == "outer.UDP" for s in slots) else None
     pkt.data = done.data
     for slot in slots:
@@ -324,12 +327,10 @@ def complete_in_software(pkt: Packet, why: str) -> None:
         pkt.choices.append(patch_from_end(bytes(pkt.data), bytes(other.data)))
         pkt.notes.append(f"outer.UDP 0x{trusting:04x} allowed too: computed as if the checksums "
                          "flagged good under it were right (E7)")
-    for bug, (data, note) in ovs.items():
-        if data != bytes(pkt.data):
-            bugs.record_change(pkt, bug, patch_from_end(bytes(pkt.data), data), note)
+    observer.after_software_completion(pkt, token)
 
 
-def patch_from_end(right: bytes, other: bytes) -> bugs.Change:
+def patch_from_end(right: bytes, other: bytes) -> Change:
     """A change that makes `right` into `other`, each byte placed from the end:
     it still finds its bytes after more headers went on in front."""
     back = [(len(right) - i, other[i]) for i in range(len(right)) if right[i] != other[i]]

@@ -10,7 +10,7 @@ unless an SRv6 flow label mode says otherwise); TOS is the configured one plus
 the inner ECN bits (CE becomes ECT(0)); UDP source port from the egress port
 range; UDP checksum 0 with csum=false, or to be computed (state partial) with
 csum=true.  The outer IPv4 checksum is always left for the tx port (partial).
-A GRE checksum is computed right away, over the bytes as they are at push time.
+A GRE checksum covers the bytes as sent: it is filled at egress.
 
 L3 tunnels (GRE with packet_type=legacy_l3, SRv6, GTP-U) carry the IP packet
 without its Ethernet header (pop_eth before the push).  Per-packet values the
@@ -25,7 +25,7 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 
-from datapath.model import bugs, csum
+from datapath.model import hooks
 from datapath.model import tnl_headers as th
 from datapath.model.packet import PROTO_GRE, PROTO_UDP, Layer, Packet, parse_layer
 from datapath.model.tnl_headers import (ETH_TYPE_TEB, GENEVE_PORT, GRE_CSUM, GRE_KEY,  # noqa: F401
@@ -255,8 +255,7 @@ def push(pkt: Packet, spec: TunnelSpec, *, seq: int = 0, timestamp: int = 0,
     pkt.notes.append(f"push {spec.kind} over IPv{spec.underlay}, csum "
                      f"{'on' if spec.checksummed else 'off'}")
     if spec.kind == "gre" and spec.checksummed:
-        # OVS fills the GRE checksum now, over the bytes as they are; the model
-        # keeps where it is and fills it (correctly) once the packet is final.
+        # The model keeps where the GRE checksum is and fills it once the packet
+        # is final (RFC 2784 §2.5: it covers the bytes as sent).
         pkt.gre_csum_ofs = len(eth) + len(ip) + 4
-        gre = pkt.gre_csum_ofs - 4
-        pkt.ovs_gre_csum = csum.checksum(bugs.ovs_bytes(pkt)[gre:])
+    hooks.active().pushed(pkt)

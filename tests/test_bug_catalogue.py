@@ -1,0 +1,72 @@
+"""The known-bug catalogue (datapath/model/bugs.py): every entry is classified,
+rated and traced to the real ports that can produce its input, and the entries
+that one fix cures share a root-cause group (issue 18)."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from datapath.model import bugs
+from export import cli, writeup
+
+ROOT = Path(__file__).resolve().parent.parent
+ENTRIES = [pytest.param(b, id=b.key) for b in bugs.ALL]
+
+
+def test_keys_are_unique_and_every_entry_is_listed() -> None:
+    keys = [b.key for b in bugs.ALL]
+    assert len(keys) == len(set(keys))
+    named = {v.key for v in vars(bugs).values() if isinstance(v, bugs.OvsBug)}
+    assert named == set(keys)
+
+
+@pytest.mark.parametrize("bug", ENTRIES)
+def test_an_entry_has_a_class_a_severity_and_a_root_cause_group(bug: bugs.OvsBug) -> None:
+    assert bug.cls in bugs.CLASSES
+    assert bug.severity in bugs.SEVERITIES
+    assert (bug.severity == "crash") is bug.crash
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", bug.root_cause)
+    if bug.cls != "bug":
+        assert bug.why, "a latent or by-design entry says why"
+
+
+@pytest.mark.parametrize("bug", ENTRIES)
+def test_real_ports_or_latent(bug: bugs.OvsBug) -> None:
+    """A latent entry has no real port; any other names at least one, each a known
+    kind with how it reaches OVS; a case that shows it must exist."""
+    assert (bug.cls == "latent") is (not bug.real_ports)
+    for port in bug.real_ports:
+        assert port.kind in bugs.PORT_KINDS and port.how
+        if port.case:
+            path, _, test = port.case.partition("::")
+            function = test.split("[")[0]
+            source = ROOT / path
+            assert source.is_file(), port.case
+            defined = {n.name for n in ast.walk(ast.parse(source.read_text()))
+                       if isinstance(n, ast.FunctionDef)}
+            assert function in defined, port.case
+
+
+def test_one_fix_one_group() -> None:
+    """Entries of one root-cause group carry the same fix hint in their write-up;
+    every entry of class bug has a written rule."""
+    groups: dict[str, set[str]] = {}
+    for bug in bugs.ALL:
+        assert bug.key in writeup.RULES or bug.cls != "bug", bug.key
+        if bug.key in writeup.RULES:
+            groups.setdefault(bug.root_cause, set()).add(writeup.RULES[bug.key].fix_hint)
+    assert all(len(hints) == 1 for hints in groups.values()), groups
+
+
+def test_export_candidates_name_known_entries() -> None:
+    assert set(cli.CANDIDATES) <= {b.key for b in bugs.ALL}
+
+
+def test_summary_carries_the_fields_the_report_shows() -> None:
+    for bug in bugs.ALL:
+        row = bug.summary()
+        assert {"key", "cls", "severity", "real_ports", "root_cause"} <= set(row)
+        assert row["real_ports"] != "" and (bug.cls != "latent" or "latent" in row["real_ports"])
