@@ -1,0 +1,276 @@
+"""Two known OVS aborts, tried from a real port: a DPDK vhost-user guest.
+
+testpmd plays the guest (virtio-user, as in cases/test_backends.py): its csum
+engine reads crafted frames from a pcap file and hands them to OVS through the
+vhost-user port with checksum offload (virtio NEEDS_CSUM) and, for the second,
+TSO (a virtio GSO header).  Each case ends one of two ways, and either is a
+finding: ovs-vswitchd dies with the known assertion (an xfail naming the bug,
+attributed by the bug's `signature`, as every crash case is), or OVS survives
+and the frames that left are checked and the case passes.
+
+l4-partial-assert: a TCP segment with a data offset below 5.  testpmd's csum
+engine and DPDK's vhost library classify a packet as TCP by the IP protocol
+(rte_net_get_ptype(): l4_len = data offset * 4, no minimum); virtio-user sends
+NEEDS_CSUM with the TCP checksum offset; vhost_dequeue_offload() (compliant
+ol_flags, which OVS asks for) marks it RTE_MBUF_F_RX_L4_CKSUM_NONE, OVS's
+L4-partial.  OVS's miniflow_extract() sets its TCP flag only for a header of
+at least 20 bytes, so dp_packet_ol_send_prepare() finds a partial checksum on
+a packet that is neither TCP nor UDP.  Not on the first packet of a port,
+though: while a port's datapath flows are all simple ones (none at all
+included), dfc_processing() pre-parses with parse_tcp_flags(), which sets the
+TCP flag for any 20 bytes after the IP header.  The abort comes once a
+non-simple megaflow (here: nw_dst) is in.
+
+tso-short-tunnel-assert: a TSO packet left with less TCP payload than one
+segment, pushed into VXLAN with options:csum=true and sent out of a net_pcap
+port (no TSO, no outer UDP checksum offload): software GSO has nothing to
+segment and keeps the segment size, and packet_udp_tunnel_csum() asserts.
+testpmd's csum engine sets TSO only for a frame longer than headers + segment
+size, and an Ethernet trailer does not help (OVS segments it as payload); an
+ordinary TSO packet cut by output(port=t1,max_len=N) below one segment does it.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from cases.test_backends import _vhost_bench
+from datapath import model
+from datapath.backends import dpdk, tap
+from datapath.backends.env import RealEnv
+from datapath.backends.vhost import Guest, VhostUserClientPort, short_socket_path
+from datapath.model.actions import output
+from cases.test_tso import reassembled, tcp_payload
+from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, OvsBug
+from datapath.offloads import CsumState, RxFlags
+from fixtures.frames import ETH_DST, ETH_SRC, compose, tso_frame
+from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY
+from harness.control import check
+from harness.records import Step
+from harness.wait import WaitTimeout, wait_until
+from reports.plugin import record_for
+
+SEGSZ = 500
+# Environment facts: this guest negotiates no guest TSO, net_pcap has no TSO.
+LOG_ALLOW = (r"netdev_dpdk\|WARN\|v1: Tx TSO offload is not supported",
+             r"netdev_dpdk\|WARN\|p2: Tx TSO offload is not supported")
+
+
+def with_data_offset(frame: bytes, doff: int) -> bytes:
+    """An IPv4 TCP frame (no IP options) with the TCP data offset set to `doff`."""
+    data = bytearray(frame)
+    ofs = 14 + 20 + 12
+    data[ofs] = (doff << 4) | (data[ofs] & 0x0F)
+    return bytes(data)
+
+
+def guest_csum_port(guest: Guest, v1: VhostUserClientPort, tso: int = 0) -> None:
+    """The guest's virtio-user port with TCP/UDP checksum offload (and TSO)."""
+    pmd = guest.pmd
+    pmd.stop_port(0)
+    for layer in ("tcp", "udp"):  # virtio has no IPv4 header checksum offload
+        pmd.set_csum(0, layer, "hw")
+    if tso:
+        pmd.set_tso(0, tso)
+    pmd.start_port(0)
+    v1.wait_connected()
+    conf = pmd.tx_offload_configuration(0)
+    assert "TCP_CKSUM" in conf, f"the guest does not offload TCP checksums: {conf}"
+    if tso:
+        assert "TCP_TSO" in conf, f"the guest does not use TSO: {conf}; OVS's port: {v1.status}"
+
+
+def reinject(guest: Guest) -> None:
+    """Hand OVS the guest's pcap frames again: net_pcap reads its rx file anew
+    when the port restarts (a new rx batch, after the datapath flow went in)."""
+    pmd = guest.pmd
+    pmd.stop_forwarding()
+    pmd.stop_port(1)
+    pmd.start_port(1)
+
+
+def vswitchd_evidence(env: RealEnv) -> str:
+    vs = env.sb.vswitchd
+    assert vs is not None
+    return "\n".join(p.read_text(errors="replace") for p in (vs.log, vs.stderr_path)
+                     if p.exists())
+
+
+def guest_sends(env: RealEnv, guest: Guest, bug: OvsBug, tx: dpdk.DpdkPcapPort, n: int,
+                steps: list[Step], title: str, sent: list[bytes]) -> list[bytes]:
+    """Start the guest's csum engine; wait for `n` frames on `tx`, or for
+    ovs-vswitchd to die.  A death showing `bug`'s signature is that bug (xfail);
+    any other death fails.  Returns the frames that left."""
+    sb = env.sb
+    vs = sb.vswitchd
+    assert vs is not None
+    sb.expected_crash = bug.key  # the known abort is this case's finding, not a leak
+    captured: list[bytes] = []
+    guest.pmd.start_forwarding("csum")
+
+    def settled() -> bool:
+        if not vs.alive():
+            return True
+        captured.extend(tx.read_tx())
+        return len(captured) >= n
+    try:
+        wait_until(settled, 15, what=f"{n} frame(s) on {tx.name} or ovs-vswitchd to exit")
+    except WaitTimeout:
+        pass
+    if not vs.alive():
+        evidence = vswitchd_evidence(env)
+        if not re.search(bug.signature, evidence):
+            sb.expected_crash = None
+            vs.assert_alive(f"after {title}")  # raises DaemonDied with the evidence
+        steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=tx.name,
+                          sent=[f.hex() for f in sent], expected=[], captured=[],
+                          ok=False, diff=[f"ovs-vswitchd died: {bug.title}"],
+                          csum_state=[], notes=[bug.reason()], bugs={bug.key: "present"}))
+        cause = next((ln for ln in evidence.splitlines() if re.search(bug.signature, ln)), "")
+        pytest.xfail(f"{bug.reason()}\n{cause.strip()}")
+    sb.expected_crash = None
+    captured.extend(tx.read_tx())
+    return captured
+
+
+@pytest.mark.parametrize("doff", [4, 0], ids=["doff4", "doff0"])
+def test_guest_tcp_short_data_offset(real_env: Callable[..., RealEnv],
+                                     request: pytest.FixtureRequest, doff: int) -> None:
+    """The guest sends an IPv4 TCP segment whose data offset is below 5 with its
+    checksum left to the host (NEEDS_CSUM); OVS forwards it (rule on nw_dst) to
+    a net_pcap port, which has no tx checksum offload: OVS must complete it.
+
+    Twice: first into a datapath without flows, then again once the megaflow is
+    in.  The first pass is served by dpif-netdev's simple-match pre-parse
+    (dfc_processing(): a port whose datapath flows are all simple, none at all
+    included, goes through parse_tcp_flags(), which sets OVS's TCP flag for any
+    20 bytes after the IP header, whatever the data offset): OVS completes the
+    checksum and the frame leaves.  The megaflow matches nw_dst, so it is not a
+    simple one, and the second pass is parsed by miniflow_extract() alone, which
+    sets the TCP flag only for a data offset of at least 5.
+
+    Known bug l4-partial-assert: OVS aborts in dp_packet_ol_send_prepare() on
+    the second pass (xfail).  Where OVS survives a pass, exactly one frame
+    leaves p2: the guest's frame with the TCP checksum completed over the whole
+    segment (RFC 9293 3.1), as the model computes."""
+    frame = with_data_offset(compose("tcp", 4, payload=bytes(range(20))), doff)
+    env = real_env("dpdk")
+    v1, p2, guest = _vhost_bench(env, [frame])
+    guest_csum_port(guest, v1)
+    check(env.sb.ofctl("add-flow", "br1", "in_port=1,ip,nw_dst=192.168.123.1,actions=output:2"))
+    expected = model.forward(frame, [output("p2")], p2.tx, RxFlags(l4=CsumState.PARTIAL))
+    steps = record_for(request.node).steps
+    for n, what in enumerate(("no datapath flow", "through the installed megaflow")):
+        if n:
+            reinject(guest)
+        title = f"testpmd csum (tcp data offset {doff}) -> v1 -> p2: {what}"
+        captured = guest_sends(env, guest, L4_PARTIAL_NOT_TCP_UDP, p2, 1, steps, title, [frame])
+        ok = captured == expected.frames
+        steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=p2.name,
+                          sent=[frame.hex()], expected=[f.hex() for f in expected.frames],
+                          captured=[f.hex() for f in captured], ok=ok,
+                          diff=[] if ok else ["the frames that left differ from the model's"],
+                          csum_state=expected.csum_state, notes=list(expected.notes), bugs={}))
+        assert ok, (f"{what}: {[f.hex() for f in captured]} left p2, "
+                    f"{[f.hex() for f in expected.frames]} expected")
+    dump = check(env.sb.appctl("dpctl/dump-flows")).stdout
+    assert "dst=192.168.123.1" in dump, f"the megaflow does not match nw_dst:\n{dump}"
+
+
+def tunnel_bench(env: RealEnv, frames: list[bytes]) -> tuple[VhostUserClientPort,
+                                                             dpdk.DpdkPcapPort, Guest]:
+    """br1: v1 (vhost-user, testpmd behind it) and t1 (VXLAN, csum=true);
+    br2 (its address in the switch namespace): p2 (net_pcap), the underlay."""
+    sb = env.sb
+    local, remote, plen = UNDERLAY[4]
+    tap.add_bridge(sb, "br1")
+    check(sb.vsctl("add-br", "br2", "--", "set", "bridge", "br2", "datapath-type=netdev",
+                   f"other-config:hwaddr={LOCAL_MAC}"))
+    env.switch_ns.ip("addr", "add", f"{local}/{plen}", "dev", "br2")
+    env.switch_ns.ip("link", "set", "br2", "up")
+    sock, remove = short_socket_path("v1")
+    env.cleanup.defer("remove the vhost-user socket", remove)
+    guest = Guest(sb.rundir / "guest", sock, frames, log=sb.rundir / "testpmd.log", mac=ETH_SRC)
+    env.cleanup.defer("quit testpmd", guest.pmd.quit)
+    guest.pmd.spawn()
+    wait_until(lambda: sock.exists() or not guest.pmd.alive(), 30,
+               what="testpmd to create the vhost-user socket")
+    sb.allow_log(r"VHOST_CONFIG: \(\S+\) failed to connect")
+    v1 = VhostUserClientPort(sb, "br1", "v1", 1, sock)
+    p2 = dpdk.DpdkPcapPort(sb, "br2", "p2", 2)
+    env.cleanup.defer("close p2", p2.close)
+    check(sb.vsctl("add-port", "br1", "t1", "--", "set", "Interface", "t1", "type=vxlan",
+                   f"options:remote_ip={remote}", "options:key=123", "options:csum=true",
+                   f"ofport_request={TUNNEL_OFPORT}"))
+    check(sb.appctl("tnl/neigh/set", "br2", remote, REMOTE_MAC), stdout="OK\n")
+    check(sb.ofctl("add-flow", "br2", "actions=NORMAL"))
+    guest.pmd.wait_ready()
+    v1.wait_connected()
+    guest.pmd.set_peer_mac(0, ETH_DST)
+    return v1, p2, guest
+
+
+def test_guest_tso_trailer_into_vxlan_csum(real_env: Callable[..., RealEnv],
+                                           request: pytest.FixtureRequest) -> None:
+    """The guest sends one TSO packet (segment size 500) with a 100-byte TCP
+    payload, padded past one segment by a 460-byte Ethernet trailer (testpmd's
+    csum engine sets TSO only for a frame longer than headers + segment size);
+    OVS pushes it into VXLAN with options:csum=true and sends it out of a
+    net_pcap port (no TSO, no outer UDP checksum offload).
+
+    Tried for tso-short-tunnel-assert; it does not reach it: OVS segments the
+    560 bytes after the guest's headers, trailer included (as a NIC doing TSO
+    on the buffer would), into 500 + 60.  Verifies: two VXLAN frames leave
+    p2, their inner TCP payloads put back together are the 560 bytes after the
+    guest's headers, and the guest sent one packet."""
+    body = tso_frame(4, 100)
+    frame = body + bytes(range(256)) + bytes(range(204))  # 460-byte trailer
+    env = real_env("dpdk", tso=True, system_route=True)
+    env.sb.allow_log(*LOG_ALLOW)
+    v1, p2, guest = tunnel_bench(env, [frame])
+    guest_csum_port(guest, v1, tso=SEGSZ)
+    check(env.sb.ofctl("add-flow", "br1", f"in_port=1,actions=output:{TUNNEL_OFPORT}"))
+    guest.pmd.clear_port_stats()
+    steps = record_for(request.node).steps
+    title = f"testpmd csum tso {SEGSZ} (100-byte payload + 460-byte trailer) -> v1 -> t1 -> p2"
+    captured = guest_sends(env, guest, TSO_SHORT_TUNNEL_ASSERT, p2, 2, steps, title, [frame])
+    steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=p2.name,
+                      sent=[frame.hex()], expected=[], captured=[f.hex() for f in captured],
+                      ok=len(captured) == 2, diff=[], csum_state=[],
+                      notes=["OVS segments the trailer as TCP payload (500 + 60)"], bugs={}))
+    assert len(captured) == 2, f"{len(captured)} frame(s) left p2, 2 segments expected"
+    assert reassembled(captured, frame) == frame[54:]
+    assert guest.pmd.port_stats(0).tx_packets == 1, "the guest sent more than one packet"
+
+
+@pytest.mark.parametrize("max_len", [200, 554], ids=["cut200", "cut554"])
+def test_guest_tso_truncated_into_vxlan_csum(real_env: Callable[..., RealEnv],
+                                             request: pytest.FixtureRequest,
+                                             max_len: int) -> None:
+    """The guest sends an ordinary TSO packet (2000-byte TCP payload, segment
+    size 500); OVS outputs it with output(port=t1,max_len=N) into VXLAN with
+    options:csum=true, out of a net_pcap port.  The cut leaves less payload
+    than one segment (200: 146 bytes; 554: 500 bytes, exactly one) and the
+    segment size stays set.
+
+    Known bug tso-short-tunnel-assert: for a cut below one segment OVS aborts in
+    packet_udp_tunnel_csum() (xfail).  With exactly one segment left the assert
+    holds and one VXLAN frame leaves p2 carrying the first 500 payload bytes."""
+    frame = tso_frame(4, 2000)
+    env = real_env("dpdk", tso=True, system_route=True)
+    env.sb.allow_log(*LOG_ALLOW)
+    v1, p2, guest = tunnel_bench(env, [frame])
+    guest_csum_port(guest, v1, tso=SEGSZ)
+    check(env.sb.ofctl("add-flow", "br1",
+                       f"in_port=1,actions=output(port={TUNNEL_OFPORT},max_len={max_len})"))
+    guest.pmd.clear_port_stats()
+    steps = record_for(request.node).steps
+    title = f"testpmd csum tso {SEGSZ} -> v1 -> output(t1, max_len={max_len}) -> p2"
+    captured = guest_sends(env, guest, TSO_SHORT_TUNNEL_ASSERT, p2, 1, steps, title, [frame])
+    steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=p2.name,
+                      sent=[frame.hex()], expected=[], captured=[f.hex() for f in captured],
+                      ok=len(captured) == 1, diff=[], csum_state=[], notes=[], bugs={}))
+    assert len(captured) == 1, f"{len(captured)} frame(s) left p2, 1 expected"
+    assert reassembled(captured, frame) == tcp_payload(frame)[:max_len - 54]
