@@ -144,11 +144,15 @@ L4_PARTIAL_NOT_TCP_UDP = OvsBug(
               r"dp_packet_ol_send_prepare",
     cls="bug", severity="crash", root_cause="l4-partial-unknown-proto",
     real_ports=(RealPort(
-        "vhost-user", "from the sources: a guest's TCP segment with a data offset below 5 "
-        "and NEEDS_CSUM; DPDK 25.11's vhost_dequeue_offload() classifies it TCP by the IP "
-        "protocol (rte_net_get_ptype(), l4_len from the data offset, no minimum) and marks "
-        "it RX_L4_CKSUM_NONE, OVS's partial, while miniflow_extract() sets OVS's TCP flag "
-        "only for a header of at least 20 bytes: a guest-triggerable abort"),),
+        "vhost-user", "a guest's TCP segment with a data offset below 5 and NEEDS_CSUM "
+        "(dpdk-testpmd's csum engine over virtio-user); DPDK 25.11's vhost_dequeue_offload() "
+        "classifies it TCP by the IP protocol (rte_net_get_ptype(), l4_len from the data "
+        "offset, no minimum) and marks it RX_L4_CKSUM_NONE, OVS's partial, while "
+        "miniflow_extract() sets OVS's TCP flag only for a header of at least 20 bytes; "
+        "the abort comes once the port has a non-simple megaflow (before that, "
+        "dfc_processing()'s simple-match pre-parse, parse_tcp_flags(), sets the TCP flag "
+        "for any 20 bytes): a guest-triggerable abort",
+        "cases/test_vhost_guest_crash.py::test_guest_tcp_short_data_offset[doff4]"),),
     why="netdev-dummy's ol_l4_rx_csum_set_partial marks every packet partial (ICMP, ARP); "
         "netdev-linux marks a packet partial only for TCP/UDP/SCTP at OVS's L4 offset and "
         "checksums any other in software, so tap/veth cannot reach it")
@@ -165,13 +169,18 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
               r"in packet_udp_tunnel_csum",
     cls="bug", severity="crash", root_cause="tso-segsz-unsegmented",
     real_ports=(RealPort(
-        "vhost-user", "from the sources: a guest's TSO packet (VIRTIO_NET_HDR_GSO_TCPV4/6) "
-        "whose gso_size exceeds its payload, which DPDK 25.11's vhost library copies into "
-        "the mbuf unchecked (userspace-tso-enable; VXLAN/Geneve with csum over a port "
-        "without outer UDP checksum offload)"),),
+        "vhost-user", "a guest's ordinary TSO packet (dpdk-testpmd's csum engine over "
+        "virtio-user, VIRTIO_NET_HDR_GSO_TCPV4) cut below one segment by "
+        "output(port=VXLAN,max_len=N), options:csum=true, out of a port without outer UDP "
+        "checksum offload (userspace-tso-enable); a guest whose gso_size exceeds its payload "
+        "would too (DPDK 25.11's vhost library copies gso_size unchecked), but testpmd sets "
+        "TSO only above one segment of payload, and an Ethernet trailer is segmented as "
+        "payload",
+        "cases/test_vhost_guest_crash.py::test_guest_tso_truncated_into_vxlan_csum[cut200]"),),
     why="dp_packet_gso__() returns for n_segs <= 1 without clearing the segment size; "
-        "a Linux sender never makes such a packet (the TCP stack sets gso only above one "
-        "MSS), so tap/veth do not reach it")
+        "a Linux sender never makes such a packet itself (the TCP stack sets gso only above "
+        "one MSS); output(max_len) cutting a TSO packet below one segment makes one, which "
+        "tap/veth with userspace TSO could then reach too (not shown by a case here)")
 
 TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     "tso-empty-tunnel-csum",
