@@ -247,14 +247,24 @@ def run_command(nodeids: list[str]) -> str:
 # Output
 
 
-def detail_pages(index_html: Path) -> dict[str, str]:
-    """{source file: its page} from gcovr's own index, to link a row to it."""
+def detail_pages(index_html: Path, paths: list[str]) -> dict[str, str]:
+    """{source file: its page} from gcovr's own index, to link a row to it
+    (gcovr names a file by its path under --root, or by its base name when
+    all the files share one directory)."""
     if not index_html.is_file():
         return {}
     text = index_html.read_text(errors="replace")
+    links: dict[str, str] = {}
+    for href, name in re.findall(r'<a\b[^>]*\bhref="([^"]+\.html)"[^>]*>\s*([^<]+?)\s*</a>',
+                                 text):
+        links.setdefault(name.strip(), href)
     found: dict[str, str] = {}
-    for href, name in re.findall(r'<a href="([^"]+\.html)"[^>]*>\s*([^<]+?)\s*</a>', text):
-        found.setdefault(name.strip(), href)
+    for path in paths:
+        base = path.rsplit("/", 1)[-1]
+        href = links.get(path) or (links.get(base) if sum(
+            p.rsplit("/", 1)[-1] == base for p in paths) == 1 else None)
+        if href:
+            found[path] = href
     return found
 
 
@@ -267,13 +277,14 @@ def environment() -> jinja2.Environment:
 
 
 def write_compare(out: Path, rows: list[FileRow], meta: dict[str, Any]) -> Path:
+    paths = [r.path for r in rows]
     data = {"meta": meta, "files": [{**asdict(r), "verdict": r.verdict,
                                      "ours_percent": r.ours.percent,
                                      "upstream_percent": r.upstream.percent} for r in rows]}
     (out / "coverage-compare.json").write_text(json.dumps(data, indent=1) + "\n")
     page = environment().get_template("gcov-compare.html.j2").render(
-        rows=rows, meta=meta, ours_pages=detail_pages(out / "coverage.html"),
-        upstream_pages=detail_pages(out / "upstream" / "coverage.html"),
+        rows=rows, meta=meta, ours_pages=detail_pages(out / "coverage.html", paths),
+        upstream_pages=detail_pages(out / "upstream" / "coverage.html", paths),
         style=(TEMPLATES / "report.css").read_text())
     path = out / "coverage-compare.html"
     path.write_text(page)
@@ -285,7 +296,8 @@ def write_patch(out: Path, rows: list[PatchLine], data: dict[str, Any]) -> Path:
         {"patch": data["patch"], "budget": data["budget"], "runs": len(data["groups"]),
          "lines": [asdict(r) for r in rows]}, indent=1) + "\n")
     page = environment().get_template("gcov-patch.html.j2").render(
-        rows=rows, data=data, command=run_command, ours_pages=detail_pages(out / "coverage.html"),
+        rows=rows, data=data, command=run_command,
+        ours_pages=detail_pages(out / "coverage.html", sorted({r.path for r in rows})),
         style=(TEMPLATES / "report.css").read_text())
     path = out / "patch.html"
     path.write_text(page)
