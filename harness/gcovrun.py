@@ -18,8 +18,9 @@ Stdlib only: this drives everything from the host.
    ids reach them comes from more runs, each of a group of the selection's ids
    with a .gcda directory of its own: the modules first, then the functions of
    a module that reached a changed line, then halves of a function's ids, down
-   to single ids while the budget (--patch-runs) lasts.  A line's finest group
-   is what the report names: one id where the budget sufficed.
+   to single ids while the budget (--patch-runs) lasts, first along one path
+   per reached line (next_group).  A line's finest group is what the report
+   names: one id where the budget sufficed.
 
 The side-by-side and patch pages are rendered by reports/gcov.py, sealed in the
 runtime (it needs jinja2); this module only runs it.
@@ -262,6 +263,19 @@ def hash_text(text: str) -> str:
 # --patch: which ids reach the changed lines
 
 
+def part_label(ids: list[str]) -> str:
+    """A name for some ids of one function or module: its first and last id."""
+    if len(ids) == 1:
+        return ids[0]
+    functions = {n.split("[", 1)[0] for n in ids}
+    if len(functions) == 1 and all("[" in n for n in ids):
+        first, last = (n.split("[", 1)[1].rstrip("]") for n in (ids[0], ids[-1]))
+        return f"{functions.pop()}[{first} .. {last}] ({len(ids)} ids)"
+    module = ids[0].split("::", 1)[0]
+    first, last = (n.split("::", 1)[-1] for n in (ids[0], ids[-1]))
+    return f"{module}::{first} .. {last} ({len(ids)} ids)"
+
+
 def split(group: Group, index: int | None) -> list[Group]:
     """The next finer groups: a module's functions, then halves, then single ids."""
     ids = group.nodeids
@@ -274,16 +288,27 @@ def split(group: Group, index: int | None) -> list[Group]:
         if len(functions) > 1:
             return [Group(name, "function", members, index)
                     for name, members in functions.items()]
-    base = group.label.split(" (", 1)[0]
     half = (len(ids) + 1) // 2
-    out: list[Group] = []
-    for n, part in enumerate((ids[:half], ids[half:]), 1):
-        if len(part) == 1:
-            out.append(Group(part[0], "id", part, index))
-        else:
-            out.append(Group(f"{base} (part {group.label.count('part ') + 1}.{n}: "
-                             f"{len(part)} ids)", "part", part, index))
-    return out
+    return [Group(part_label(part), "id" if len(part) == 1 else "part", part, index)
+            for part in (ids[:half], ids[half:])]
+
+
+def next_group(queue: list[Group], groups: list[Group], targets: set[tuple[str, int]],
+               pinned: set[tuple[str, int]]) -> Group:
+    """Take the group to run next.  First, while a reached line has no single id
+    yet, the smallest group whose parent reached such a line (a line gets an
+    exact id after about log2(ids) runs); then the largest of the rest (more
+    ids for lines that already have one)."""
+    unpinned = targets - pinned
+
+    def score(g: Group) -> tuple[int, int]:
+        parent = set(groups[g.parent].reached) if g.parent is not None else targets
+        if parent & unpinned:
+            return (0, len(g.nodeids))
+        return (1, -len(g.nodeids))
+
+    best = min(range(len(queue)), key=lambda i: score(queue[i]))
+    return queue.pop(best)
 
 
 def modules(nodeids: list[str]) -> list[Group]:
@@ -318,9 +343,10 @@ def patch_runs(toolchain: Path, build: Build, changes: dict[str, FileChange],
     if len(queue) == 1:  # one module: start at its functions
         queue = split(queue[0], None)
     groups: list[Group] = []
+    pinned: set[tuple[str, int]] = set()  # lines a single id is known to reach
     sources = sorted(changes)
     while queue and len(groups) < budget:
-        group = queue.pop(0)
+        group = next_group(queue, groups, targets, pinned)
         index = len(groups)
         groups.append(group)
         work = fresh(out / "groups" / f"g{index:03d}")
@@ -340,6 +366,8 @@ def patch_runs(toolchain: Path, build: Build, changes: dict[str, FileChange],
             report = {"files": []}
         shutil.rmtree(gcda, ignore_errors=True)
         group.reached = sorted(reached(changes, report) & targets)
+        if len(group.nodeids) == 1:
+            pinned.update(group.reached)
         if group.reached:
             queue += split(group, index)
     return groups

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.gcovrun import (Group, gcda_matches, modules, split, upstream_numbers,
-                             datapath_files)
+from harness.gcovrun import (Group, datapath_files, gcda_matches, modules, next_group,
+                             part_label, split, upstream_numbers)
 from harness.idselect import keep_listed
 from harness.patchlines import parse_diff, read_patch, reached, states
 from reports import gcov
@@ -182,10 +182,28 @@ def test_group_splitting_goes_module_function_halves_ids() -> None:
     assert [(g.label, g.level, g.parent) for g in functions] == [
         ("cases/test_a.py::test_x", "function", 0), ("cases/test_a.py::test_y", "function", 0)]
     halves = split(functions[0], 1)
-    assert [(g.level, g.nodeids) for g in halves] == [
-        ("part", ids[:2]), ("id", [ids[2]])]
+    assert [(g.level, g.label, g.nodeids) for g in halves] == [
+        ("part", "cases/test_a.py::test_x[1 .. 2] (2 ids)", ids[:2]), ("id", ids[2], [ids[2]])]
     assert [g.nodeids for g in split(halves[0], 2)] == [[ids[0]], [ids[1]]]
     assert split(Group("one", "id", [ids[4]]), 5) == []
+
+
+def test_part_labels() -> None:
+    assert part_label(["m.py::t[a]", "m.py::t[b]", "m.py::t[c]"]) == "m.py::t[a .. c] (3 ids)"
+    assert part_label(["m.py::t[a]", "m.py::u"]) == "m.py::t[a] .. u (2 ids)"
+
+
+def test_next_group_pins_each_reached_line_to_an_id_first() -> None:
+    a, b = ("lib/a.c", 1), ("lib/b.c", 2)
+    groups = [Group("m", "module", ["1", "2", "3", "4"], reached=[a, b]),
+              Group("h1", "part", ["1", "2"], 0, reached=[a]),
+              Group("h2", "part", ["3", "4"], 0, reached=[a, b])]
+    queue = [Group("3", "id", ["3"], 2), Group("1", "id", ["1"], 1),
+             Group("x", "part", ["5", "6", "7"], None)]
+    # b has no id yet: only children of h2 (which reached b) help it
+    assert next_group(queue, groups, {a, b}, {a}).label == "3"
+    # every line pinned: the largest group left, for more ids
+    assert next_group(queue, groups, {a, b}, {a, b}).label == "x"
 
 
 def test_finest_groups_name_the_narrowest_run_that_reached_a_line() -> None:
