@@ -27,6 +27,7 @@ runtime (it needs jinja2); this module only runs it.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -222,6 +223,20 @@ def upstream_run(toolchain: Path, build: Build, out: Path, jobs: int) -> dict[st
     stamp = (build.build.parent / "stamp.json").read_text()
     key = hash_text(stamp + " ".join(map(str, numbers)) + " recheck")
     cached = build.build.parent / f"upstream-{key}"
+    with open(build.build.parent / ".lock-upstream", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one make check in a build tree at a time
+        upstream_measure(toolchain, build, cached, tests, numbers, rw, jobs)
+    for item in cached.iterdir():
+        if item.is_file():
+            shutil.copyfile(item, out / item.name)
+    report: dict[str, object] = json.loads((out / "coverage.json").read_text())
+    return report
+
+
+def upstream_measure(toolchain: Path, build: Build, cached: Path,
+                     tests: dict[str, list[tuple[int, str]]], numbers: list[int],
+                     rw: tuple[Path, ...], jobs: int) -> None:
+    """make check for these numbers and its gcovr report, into `cached` (kept)."""
     if (cached / "coverage.json").is_file():
         say(f"upstream's testsuite: cached ({cached})")
     else:
@@ -249,12 +264,6 @@ def upstream_run(toolchain: Path, build: Build, out: Path, jobs: int) -> dict[st
         shutil.rmtree(gcda, ignore_errors=True)
         shutil.rmtree(cached, ignore_errors=True)
         work.rename(cached)
-    dest = out
-    for item in cached.iterdir():
-        if item.is_file():
-            shutil.copyfile(item, dest / item.name)
-    report: dict[str, object] = json.loads((out / "coverage.json").read_text())
-    return report
 
 
 def hash_text(text: str) -> str:
