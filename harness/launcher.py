@@ -19,6 +19,14 @@ Stdlib only: this runs on the bare host before any dependency exists.
                                     --stress under CPU hogs and -n 2; flaky.txt/json per
                                     id in reports/out-flaky/; exit 1 if an id is flaky
                                     or failing (harness/flaky.py)
+    ./ovstest coverage [--ovs-src DIR] [--baseline-upstream] [--patch FILE|REV..REV]
+                       [--out-dir DIR] [PYTEST ARGS]
+                                    the selection against a gcov build of OVS (the tree
+                                    DIR, else Debian's source of the runtime's version;
+                                    cached), then coverage.html/.json of the datapath's
+                                    files; side by side with upstream's testsuite; a
+                                    patch's lines and the ids reaching them
+                                    (harness/gcovrun.py; reports/out-coverage/)
     ./ovstest provision             only build (or check) the cached runtime root
     ./ovstest shell [COMMAND...]    a shell (or one command) inside the sealed runtime
 
@@ -40,7 +48,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import flaky as flaky_driver
+from harness import gcovrun
 from harness.install import InstallError, Layout, find_layout
+from harness.ovsbuild import build as coverage_build
+from harness.ovsbuild import configure_flags, debian_source, toolchain_root
 from harness.runtime import (OVS_PACKAGE, REPO_ROOT, LaunchError, hold, provision,
                              runtime_versions, sealed_argv, upstream_version)
 
@@ -347,13 +358,49 @@ def flaky(root: Path, options: flaky_driver.Options, choice: Choice, extra: list
     return flaky_driver.drive(options, inner_args("flaky", extra), host_out, sealed_out, seal)
 
 
+def coverage(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
+    """Build OVS with gcov (cached), run the selection against it, report the
+    datapath's coverage (harness/gcovrun.py drives the runs)."""
+    try:
+        patch_runs = int(args.patch_runs)
+    except ValueError:
+        raise LaunchError(f"--patch-runs {args.patch_runs}: not a number") from None
+    given, extra = flaky_driver.pop_out_dir(extra)
+    host_out = user_path(given or gcovrun.DEFAULT_OUT)
+    toolchain = toolchain_root()
+    if args.ovs_src:
+        src, origin, boot = user_path(args.ovs_src), f"--ovs-src {args.ovs_src}", False
+    else:
+        (src, origin), boot = debian_source(root), True
+    build = coverage_build(toolchain, src, origin, configure_flags(args.ovs_configure), boot)
+    choice = choose(str(build.build), "ovstest coverage")
+    probe(root, choice)
+
+    def seal(inner: list[str], env: dict[str, str], rw: tuple[Path, ...],
+             log: Path | None) -> int:
+        argv, sealed_env = sealed_argv(root, ["python3", *inner], ro=choice.mounts, rw=rw,
+                                       extra_env={**choice.env(), **env})
+        return run_sealed(argv, sealed_env, log)
+
+    def render(inner: list[str]) -> int:
+        argv, env = sealed_argv(root, ["python3", "-m", "reports.gcov", *inner],
+                                rw=gcovrun.outside_checkout(host_out))
+        return run_sealed(argv, env)
+
+    options = gcovrun.Options(ovs_src=args.ovs_src, configure=args.ovs_configure,
+                              baseline_upstream=args.baseline_upstream, patch=args.patch,
+                              patch_runs=patch_runs, cwd=user_path("."))
+    return gcovrun.drive(options, toolchain, build, inner_args("suite", extra), host_out,
+                         seal, render)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="ovstest", description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
     parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "perf", "flaky",
-                                         "provision", "shell", "export-at"])
+                                         "coverage", "provision", "shell", "export-at"])
     parser.add_argument("--ovs-bindir", default=None,
                         help="the OVS to test: an install prefix, its bin/ or sbin/, or a build "
                         "tree (default: $OVS_BINDIR, else the provisioned runtime's OVS)")
@@ -369,6 +416,21 @@ def main(argv: list[str] | None = None) -> int:
                         "the even ones also with pytest -n 2")
     parser.add_argument("--seed", metavar="S",
                         help="flaky: run k shuffles with seed S+k (default: drawn, and printed)")
+    parser.add_argument("--ovs-src", metavar="DIR",
+                        help="coverage: the OVS source tree to build with gcov (default: "
+                        "Debian's source of the runtime's version, fetched and cached)")
+    parser.add_argument("--ovs-configure", metavar="FLAGS",
+                        help="coverage: configure flags besides --enable-coverage "
+                        "(default: '--with-dpdk=shared')")
+    parser.add_argument("--baseline-upstream", action="store_true",
+                        help="coverage: also upstream's testsuite (the tests of dpif-netdev.at, "
+                        "pmd.at, tunnel-push-pop*.at) on the same build, side by side")
+    parser.add_argument("--patch", metavar="FILE|REV..REV",
+                        help="coverage: a patch (file, or git range in --ovs-src): which changed "
+                        "lines are reached, and by which ids")
+    parser.add_argument("--patch-runs", metavar="N", default=str(gcovrun.DEFAULT_PATCH_RUNS),
+                        help="coverage --patch: at most N group runs to find the ids "
+                        f"(default {gcovrun.DEFAULT_PATCH_RUNS})")
     parser.add_argument("--rebuild-runtime", action="store_true",
                         help="provision the runtime root again even if cached")
     args, extra = parser.parse_known_args(argv)
@@ -391,6 +453,13 @@ def main(argv: list[str] | None = None) -> int:
                               "'./ovstest perf'")
         if args.mode != "flaky" and (args.runs is not None or args.stress or args.seed is not None):
             raise LaunchError("--runs, --stress and --seed are for './ovstest flaky'")
+        if args.mode != "coverage" and (args.ovs_src or args.ovs_configure is not None
+                                        or args.baseline_upstream or args.patch):
+            raise LaunchError("--ovs-src, --ovs-configure, --baseline-upstream and --patch are "
+                              "for './ovstest coverage'")
+        if args.mode == "coverage" and (args.ovs_bindir or os.environ.get("OVS_BINDIR")):
+            raise LaunchError("coverage builds its own OVS: name the source tree with --ovs-src, "
+                              "not --ovs-bindir or OVS_BINDIR")
         # Bad input fails before provisioning; the seed is drawn here, once.
         options = flaky_driver.parse_options(args.runs, args.stress, args.seed) \
             if args.mode == "flaky" else None
@@ -403,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         given, how = args.ovs_bindir, "--ovs-bindir"
         if given is None and os.environ.get("OVS_BINDIR"):
             given, how = os.environ["OVS_BINDIR"], "OVS_BINDIR"
-        choice = choose(given, how) if args.mode not in ("provision", "compare") else None
+        choice = choose(given, how) if args.mode not in ("provision", "compare", "coverage") \
+            else None
         root = provision(force=args.rebuild_runtime)
         if args.mode == "provision":
             print(root)
@@ -413,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         hold(root)  # inherited by the sealed run: this root stays while it runs
         if args.mode == "compare":
             return compare(root, args, extra)
+        if args.mode == "coverage":
+            return coverage(root, args, extra)
         assert choice is not None
         if args.mode == "perf":
             return perf(root, args, choice, extra)

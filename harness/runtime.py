@@ -69,8 +69,8 @@ def cache_dir() -> Path:
     return Path(xdg) / "ovs-dpif-pytest"
 
 
-def runtime_key() -> str:
-    text = "\n".join([SUITE, *sorted(PACKAGES), "layout-1"])
+def runtime_key(packages: list[str] | None = None) -> str:
+    text = "\n".join([SUITE, *sorted(PACKAGES if packages is None else packages), "layout-1"])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -127,30 +127,40 @@ def provision(force: bool = False) -> Path:
         raise LaunchError("the provisioned runtime needs root (namespaces, chroot); "
                           "run as root, or use your own OVS >= "
                           f"{fmt_version(MIN_OVS)} with --ovs-bindir")
+    return provision_root("runtime", PACKAGES, force)
+
+
+def provision_root(kind: str, packages: list[str], force: bool = False) -> Path:
+    """Return the ready root of this kind ("runtime", or another root such as the
+    coverage toolchain's) holding these Debian unstable packages, building it
+    first if needed; cached under <kind>-<key of the packages>."""
+    if os.geteuid() != 0:
+        raise LaunchError(f"provisioning the {kind} root needs root (mmdebstrap, chroot)")
     base = cache_dir()
     base.mkdir(parents=True, exist_ok=True)
-    key = runtime_key()
-    final = base / f"runtime-{key}"
-    with open(base / ".lock", "w") as lock:
+    key = runtime_key(packages)
+    final = base / f"{kind}-{key}"
+    # One lock per kind: provisioning one root does not hold up runs of another.
+    with open(base / (".lock" if kind == "runtime" else f".lock-{kind}"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (final / "ready").exists() and not force:
             return final / "root"
         ensure_host_tools()
         if final.exists():
             shutil.rmtree(final)
-        work = base / f"building-{key}"
+        work = base / f"building-{kind}-{key}"
         if work.exists():
             shutil.rmtree(work)
         work.mkdir()
         mirror = host_mirror()
-        print(f"ovstest: provisioning the OVS runtime (Debian {SUITE}) into {final}",
+        print(f"ovstest: provisioning the {kind} root (Debian {SUITE}) into {final}",
               file=sys.stderr)
         started = time.monotonic()
         argv = [
             "mmdebstrap", "--variant=apt", "--mode=root", "--quiet",
             "--aptopt=Acquire::Check-Valid-Until \"false\"",
             "--aptopt=Acquire::Check-Date \"false\"",
-            "--include=" + ",".join(PACKAGES),
+            "--include=" + ",".join(packages),
             SUITE, str(work / "root"), mirror,
         ]
         with open(work / "mmdebstrap.log", "w") as log:
@@ -169,17 +179,18 @@ def provision(force: bool = False) -> Path:
             (work / "root" / sub).mkdir(exist_ok=True)
         versions = package_versions(work / "root")
         (work / "versions.json").write_text(json.dumps(versions, indent=1) + "\n")
-        (work / "ready").write_text(f"{key}\npackages: {' '.join(PACKAGES)}\n")
+        (work / "ready").write_text(f"{key}\npackages: {' '.join(packages)}\n")
         work.rename(final)
-        print(f"ovstest: runtime ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
-        prune(base, keep=final)
+        print(f"ovstest: {kind} root ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
+        prune(base, keep=final, kind=kind)
         return final / "root"
 
 
-def prune(base: Path, keep: Path, idle_days: float = PRUNE_AFTER_DAYS) -> None:
+def prune(base: Path, keep: Path, idle_days: float = PRUNE_AFTER_DAYS,
+          kind: str = "runtime") -> None:
     """Remove roots of other keys that no run used for `idle_days` (another
     checkout may still want its own key's root), and never one a run holds."""
-    for old in base.glob("runtime-*"):
+    for old in base.glob(f"{kind}-*"):
         mark = old / ".in-use"
         if old == keep or (mark.exists() and time.time() - mark.stat().st_mtime
                            < idle_days * 86400):
