@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.gcovrun import (Group, datapath_files, gcda_matches, modules, next_group,
-                             part_label, split, upstream_numbers)
+from harness.gcovrun import datapath_files, gcda_matches, upstream_numbers
+from harness.idgroups import Group, modules, next_group, part_label, split
 from harness.idselect import keep_listed
 from harness.patchlines import parse_diff, read_patch, reached, states
 from reports import gcov
