@@ -35,9 +35,10 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from harness.idgroups import Group, modules, next_group, split
 from harness.ovsbuild import Build, toolchain_run
 from harness.patchlines import FileChange, parse_diff, reached, read_patch
 from harness.runtime import LaunchError
@@ -71,19 +72,6 @@ class Options:
     patch: str | None = None
     patch_runs: int = DEFAULT_PATCH_RUNS
     cwd: Path = Path(".")  # where a relative --patch FILE is
-
-
-@dataclass
-class Group:
-    """Some ids of the selection, run on their own for --patch."""
-
-    label: str
-    level: str  # "module", "function", "part", "id"
-    nodeids: list[str]
-    parent: int | None = None
-    reached: list[tuple[str, int]] = field(default_factory=list)
-    rc: int | None = None
-    seconds: float = 0.0
 
 
 def say(line: str) -> None:
@@ -273,61 +261,6 @@ def hash_text(text: str) -> str:
 
 # ----------------------------------------------------------------------------
 # --patch: which ids reach the changed lines
-
-
-def part_label(ids: list[str]) -> str:
-    """A name for some ids of one function or module: its first and last id."""
-    if len(ids) == 1:
-        return ids[0]
-    functions = {n.split("[", 1)[0] for n in ids}
-    if len(functions) == 1 and all("[" in n for n in ids):
-        first, last = (n.split("[", 1)[1].rstrip("]") for n in (ids[0], ids[-1]))
-        return f"{functions.pop()}[{first} .. {last}] ({len(ids)} ids)"
-    module = ids[0].split("::", 1)[0]
-    first, last = (n.split("::", 1)[-1] for n in (ids[0], ids[-1]))
-    return f"{module}::{first} .. {last} ({len(ids)} ids)"
-
-
-def split(group: Group, index: int | None) -> list[Group]:
-    """The next finer groups: a module's functions, then halves, then single ids."""
-    ids = group.nodeids
-    if len(ids) <= 1:
-        return []
-    if group.level == "module":
-        functions: dict[str, list[str]] = {}
-        for nodeid in ids:
-            functions.setdefault(nodeid.split("[", 1)[0], []).append(nodeid)
-        if len(functions) > 1:
-            return [Group(name, "function", members, index)
-                    for name, members in functions.items()]
-    half = (len(ids) + 1) // 2
-    return [Group(part_label(part), "id" if len(part) == 1 else "part", part, index)
-            for part in (ids[:half], ids[half:])]
-
-
-def next_group(queue: list[Group], groups: list[Group], targets: set[tuple[str, int]],
-               pinned: set[tuple[str, int]]) -> Group:
-    """Take the group to run next.  First, while a reached line has no single id
-    yet, the smallest group whose parent reached such a line (a line gets an
-    exact id after about log2(ids) runs); then the largest of the rest (more
-    ids for lines that already have one)."""
-    unpinned = targets - pinned
-
-    def score(g: Group) -> tuple[int, int]:
-        parent = set(groups[g.parent].reached) if g.parent is not None else targets
-        if parent & unpinned:
-            return (0, len(g.nodeids))
-        return (1, -len(g.nodeids))
-
-    best = min(range(len(queue)), key=lambda i: score(queue[i]))
-    return queue.pop(best)
-
-
-def modules(nodeids: list[str]) -> list[Group]:
-    found: dict[str, list[str]] = {}
-    for nodeid in nodeids:
-        found.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
-    return [Group(name, "module", ids) for name, ids in found.items()]
 
 
 def collect(pytest_cmd: list[str], out: Path, seal: RuntimeSeal) -> list[str]:
