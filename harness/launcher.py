@@ -1,39 +1,8 @@
-"""`./ovstest`: provision the runtime, choose the OVS, run pytest sealed.
+"""`./ovstest`: provision the runtime, choose the OVS, run a mode sealed.
 
-Stdlib only: this runs on the bare host before any dependency exists.
-
-    ./ovstest suite [PYTEST ARGS]   the dummy-backend suite (cases/), report in reports/out/
-    ./ovstest test  [PYTEST ARGS]   everything: framework unit tests and the cases
-    ./ovstest bench [ARGS]          benchmarks: print timing figures (bench/)
-    ./ovstest bench --upstream-tree DIR [-k EXPR] [--jobs N]
-                                    upstream's testsuite against ours, per upstream file
-    ./ovstest compare --baseline A --candidate B [PYTEST ARGS]
-                                    the same selection on two OVS builds, and what changed
-    ./ovstest export-at ID... [--out-dir DIR] [--results FILE]
-                                    a case, or the minimal case of a known bug, as an
-                                    upstream dpif-netdev.at test plus a report (export/)
-    ./ovstest perf [--quick] [--baseline A --candidate B] [--out-dir DIR]
-                                    datapath throughput sweep (perf/), perf.html and plots
-    ./ovstest flaky [--runs N] [--stress] [--seed S] [--out-dir DIR] [PYTEST ARGS]
-                                    the selection N times (default 5) in shuffled orders,
-                                    --stress under CPU hogs and -n 2; flaky.txt/json per
-                                    id in reports/out-flaky/; exit 1 if an id is flaky
-                                    or failing (harness/flaky.py)
-    ./ovstest coverage [--ovs-src DIR] [--baseline-upstream] [--patch FILE|REV..REV]
-                       [--out-dir DIR] [PYTEST ARGS]
-                                    the selection against a gcov build of OVS (the tree
-                                    DIR, else Debian's source of the runtime's version;
-                                    cached), then coverage.html/.json of the datapath's
-                                    files; side by side with upstream's testsuite; a
-                                    patch's lines and the ids reaching them
-                                    (harness/gcovrun.py; reports/out-coverage/)
-    ./ovstest provision             only build (or check) the cached runtime root
-    ./ovstest shell [COMMAND...]    a shell (or one command) inside the sealed runtime
-
-Which OVS runs: the one --ovs-bindir DIR (or OVS_BINDIR) names, an install prefix,
-its bin/ or sbin/, or a build tree; otherwise the provisioned runtime's package.
-Nothing on PATH is picked.  Every run is sealed in the runtime root (see
-harness/runtime.py), with a build bind-mounted read-only at its own path.
+Stdlib only: this runs on the bare host before any dependency exists.  The
+command line, its modes and their help are harness/cli.py's; here each mode is
+carried out: which OVS, which mounts, which sealed command (harness/runtime.py).
 """
 from __future__ import annotations
 
@@ -47,15 +16,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import cli, gcovrun
 from harness import flaky as flaky_driver
-from harness import gcovrun
 from harness.install import InstallError, Layout, find_layout
 from harness.ovsbuild import build as coverage_build
 from harness.ovsbuild import configure_flags, debian_source, toolchain_root
 from harness.runtime import (OVS_PACKAGE, REPO_ROOT, LaunchError, hold, provision,
                              runtime_versions, sealed_argv, upstream_version)
 
-HELP = "\n\n".join(__doc__.split("\n\n")[i] for i in (0, 2))  # the purpose, the modes
 RUNTIME_WORDS = ("runtime", "packaged")
 SYSTEM_DIRS = (Path("/"), Path("/usr"), Path("/bin"), Path("/sbin"), Path("/lib"),
                Path("/etc"), Path("/var"), Path("/proc"), Path("/sys"), Path("/dev"))
@@ -395,72 +363,16 @@ def coverage(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="ovstest", description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Extra arguments go to pytest, e.g. ./ovstest suite -k 'udp and rx_partial'.")
-    parser.add_argument("mode", choices=["suite", "test", "bench", "compare", "perf", "flaky",
-                                         "coverage", "provision", "shell", "export-at"])
-    parser.add_argument("--ovs-bindir", default=None,
-                        help="the OVS to test: an install prefix, its bin/ or sbin/, or a build "
-                        "tree (default: $OVS_BINDIR, else the provisioned runtime's OVS)")
-    parser.add_argument("--baseline", help="compare: the OVS to compare against "
-                        "('runtime' for the provisioned package)")
-    parser.add_argument("--candidate", help="compare: the OVS under review")
-    parser.add_argument("--quick", action="store_true",
-                        help="perf: one point per topology, one repeat (three for A/B)")
-    parser.add_argument("--runs", metavar="N",
-                        help=f"flaky: how many runs (default {flaky_driver.DEFAULT_RUNS})")
-    parser.add_argument("--stress", action="store_true",
-                        help="flaky: a calm run 0, then runs 1..N under one busy loop per CPU, "
-                        "the even ones also with pytest -n 2")
-    parser.add_argument("--seed", metavar="S",
-                        help="flaky: run k shuffles with seed S+k (default: drawn, and printed)")
-    parser.add_argument("--ovs-src", metavar="DIR",
-                        help="coverage: the OVS source tree to build with gcov (default: "
-                        "Debian's source of the runtime's version, fetched and cached)")
-    parser.add_argument("--ovs-configure", metavar="FLAGS",
-                        help="coverage: configure flags besides --enable-coverage "
-                        "(default: '--with-dpdk=shared')")
-    parser.add_argument("--baseline-upstream", action="store_true",
-                        help="coverage: also upstream's testsuite (the tests of dpif-netdev.at, "
-                        "pmd.at, tunnel-push-pop*.at) on the same build, side by side")
-    parser.add_argument("--patch", metavar="FILE|REV..REV",
-                        help="coverage: a patch (file, or git range in --ovs-src): which changed "
-                        "lines are reached, and by which ids")
-    parser.add_argument("--patch-runs", metavar="N", default=str(gcovrun.DEFAULT_PATCH_RUNS),
-                        help="coverage --patch: at most N group runs to find the ids "
-                        f"(default {gcovrun.DEFAULT_PATCH_RUNS})")
-    parser.add_argument("--rebuild-runtime", action="store_true",
-                        help="provision the runtime root again even if cached")
-    args, extra = parser.parse_known_args(argv)
-    if args.mode == "bench" and any(a.startswith("--upstream-tree") for a in extra):
-        # Upstream's testsuite runs on the host (its tree's binaries are the host's);
-        # the script starts `./ovstest suite` for our side, sealed as usual.
-        sys.stdout.flush()
-        os.execv(sys.executable, [sys.executable, str(REPO_ROOT / "bench" / "upstream_ratio.py"),
-                                  *extra])
+    """Run `./ovstest` (harness/cli.py parses the line); return its exit status."""
     try:
-        if args.mode == "compare":
-            if not (args.baseline and args.candidate):
-                raise LaunchError("compare needs --baseline A and --candidate B "
-                                  "(a build, a prefix, or 'runtime')")
-        elif args.mode == "perf":
-            if bool(args.baseline) != bool(args.candidate):
-                raise LaunchError("perf: --baseline and --candidate go together")
-        elif args.baseline or args.candidate:
-            raise LaunchError("--baseline and --candidate are for './ovstest compare' and "
-                              "'./ovstest perf'")
-        if args.mode != "flaky" and (args.runs is not None or args.stress or args.seed is not None):
-            raise LaunchError("--runs, --stress and --seed are for './ovstest flaky'")
-        if args.mode != "coverage" and (args.ovs_src or args.ovs_configure is not None
-                                        or args.baseline_upstream or args.patch):
-            raise LaunchError("--ovs-src, --ovs-configure, --baseline-upstream and --patch are "
-                              "for './ovstest coverage'")
-        if args.mode == "coverage" and (args.ovs_bindir or os.environ.get("OVS_BINDIR")):
-            raise LaunchError("coverage builds its own OVS: name the source tree with --ovs-src, "
-                              "not --ovs-bindir or OVS_BINDIR")
-        # Bad input fails before provisioning; the seed is drawn here, once.
+        args, extra = cli.parse(argv)  # exits on --help; bad input fails before provisioning
+        if args.mode == "bench" and any(a.startswith("--upstream-tree") for a in extra):
+            # Upstream's testsuite runs on the host (its tree's binaries are the host's);
+            # the script starts `./ovstest suite` for our side, sealed as usual.
+            sys.stdout.flush()
+            os.execv(sys.executable, [sys.executable,
+                                      str(REPO_ROOT / "bench" / "upstream_ratio.py"), *extra])
+        # The seed is drawn here, once.
         options = flaky_driver.parse_options(args.runs, args.stress, args.seed) \
             if args.mode == "flaky" else None
         out_dir = None
