@@ -1,10 +1,10 @@
 """Benchmarks that print figures (no assertions): run with `./ovstest bench`.
 
-  1. sandbox start + stop, median of N;
-  2. one send-capture-compare step (send_and_expect) on p1 -> br1 -> p2, median and p95;
-  3. the reproduced upstream cases under pytest: per-case median and wall time;
-     with --upstream-seconds S (upstream's wall time for the same tests on this
-     machine, measured separately) also the ratio.
+1. sandbox start + stop, median of N;
+2. one send-capture-compare step (send_and_expect) on p1 -> br1 -> p2, median and p95;
+3. the reproduced upstream cases under pytest: per-case median and wall time;
+   with --upstream-seconds S (upstream's wall time for the same tests on this
+   machine, measured separately) also the ratio.
 """
 from __future__ import annotations
 
@@ -23,22 +23,24 @@ sys.path.insert(0, str(ROOT))
 
 from datapath import model  # noqa: E402
 from datapath.backends.dummy import DummyPort  # noqa: E402
+from datapath.expect import send_and_expect  # noqa: E402
 from datapath.model.actions import mod_tp_dst, ofctl_actions, output  # noqa: E402
 from datapath.offloads import CsumState, RxFlags, TxOffloads  # noqa: E402
 from fixtures.frames import compose  # noqa: E402
 from harness.control import check  # noqa: E402
-from datapath.expect import send_and_expect  # noqa: E402
 from harness.install import OvsInstall  # noqa: E402
 from harness.sandbox import Sandbox  # noqa: E402
 from harness.tshark import Tshark, TsharkError  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
+    """The q-quantile of `values` (0.5 the median, 0.95 the p95): the sorted value at q*n."""
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def bench_sandbox(install: OvsInstall, n: int) -> list[float]:
+    """Seconds to start a sandbox, add a bridge and stop it, `n` times."""
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(n):
@@ -51,6 +53,7 @@ def bench_sandbox(install: OvsInstall, n: int) -> list[float]:
 
 
 def bench_step(install: OvsInstall, n: int, tshark: Tshark | None = None) -> list[float]:
+    """Seconds of one send_and_expect step (p1 -> br1 -> p2, tcp_dst rewritten), `n` times."""
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         sb = Sandbox(install, Path(tmp) / "run").start()
@@ -73,6 +76,7 @@ def bench_step(install: OvsInstall, n: int, tshark: Tshark | None = None) -> lis
 
 
 def bench_cases(out: Path, select: str) -> tuple[float, list[float], int]:
+    """Run the upstream-marked cases under pytest: wall time, per-case durations, id count."""
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "cases", "-m", "upstream", "-k", select, f"--out-dir={out}"],
@@ -87,6 +91,7 @@ def bench_cases(out: Path, select: str) -> tuple[float, list[float], int]:
 
 
 def main() -> None:
+    """Print the three benchmarks' figures."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=200, help="steps to time")
     ap.add_argument("--upstream-seconds", type=float,

@@ -93,6 +93,7 @@ def report_problems(out_dir: Path) -> list[str]:
 
 
 def ovstest(args: list[str], out_dir: Path) -> subprocess.Popen[bytes]:
+    """Start `./ovstest suite` in a session of its own, output discarded."""
     return subprocess.Popen(
         [str(ROOT / "ovstest"), "suite", "-q", "-p", "no:cacheprovider",
          f"--out-dir={out_dir}", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -101,6 +102,8 @@ def ovstest(args: list[str], out_dir: Path) -> subprocess.Popen[bytes]:
 
 
 def interrupted(n: int, select: list[str], seed: int) -> dict[str, int]:
+    """Interrupt `n` runs with SIGINT, SIGTERM or SIGKILL in turn at a random moment; tally
+    what each left behind."""
     rng = random.Random(seed)
     tally = {"runs": 0, "left behind": 0, "bad reports": 0}
     signals = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
@@ -131,6 +134,8 @@ def interrupted(n: int, select: list[str], seed: int) -> dict[str, int]:
 
 
 def parallel(n: int, select: list[str]) -> dict[str, int]:
+    """Run the selection `n` times under pytest -n 2; tally failures and what each left
+    behind."""
     tally = {"runs": 0, "left behind": 0, "bad reports": 0, "failed": 0}
     for i in range(n):
         with tempfile.TemporaryDirectory() as tmp:
@@ -148,6 +153,8 @@ def parallel(n: int, select: list[str]) -> dict[str, int]:
 
 
 def concurrent(select: list[str]) -> dict[str, int]:
+    """Two runs at once, each with its own output directory; tally what they did to each
+    other."""
     tally = {"runs": 2, "left behind": 0, "bad reports": 0, "corrupted": 0, "failed": 0}
     with tempfile.TemporaryDirectory() as tmp:
         outs = [Path(tmp) / "a", Path(tmp) / "b"]
@@ -173,6 +180,7 @@ def concurrent(select: list[str]) -> dict[str, int]:
 
 
 def main() -> int:
+    """Run the three trials and print their tallies (as root: inside the sealed runtime)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--interrupts", type=int, default=50)
     ap.add_argument("--xdist", type=int, default=10)

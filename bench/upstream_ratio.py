@@ -37,6 +37,9 @@ AUTOTEST_PATH = "utilities:vswitchd:ovsdb:vtep:tests:ipsec:"
 
 @dataclass
 class FileRun:
+    """One upstream .at file: its tests, our reproductions of them, and both sides'
+    times."""
+
     file: str
     numbers: list[int] = field(default_factory=list)
     nodeids: list[str] = field(default_factory=list)
@@ -95,6 +98,7 @@ def discover(results: dict) -> dict[str, FileRun]:
 
 
 def main() -> None:
+    """Time upstream's tests and ours, per upstream file, and print the ratios."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--upstream-tree", required=True, type=Path,
                     help="a configured, built OVS source tree (a copy: the testsuite writes there)")
@@ -126,6 +130,7 @@ def main() -> None:
 
 
 def report(run: FileRun) -> None:
+    """Print one file's line: test counts, both wall times, and their ratio."""
     ratio = run.upstream_seconds / run.ours_seconds if run.ours_seconds else float("nan")
     print(f"{run.file}: {len(run.numbers)} upstream tests "
           f"({run.numbers[0]}-{run.numbers[-1]}), upstream {run.upstream_seconds:.1f} s "

@@ -61,6 +61,7 @@ def m4_quote(text: str) -> str:
 
 
 def shell_words(argv: list[str]) -> str:
+    """`argv` as one shell command line, each word quoted where needed."""
     return " ".join(shlex.quote(a) for a in argv)
 
 
@@ -74,6 +75,8 @@ def relative(arg: str, rundir: str | None) -> str:
 
 
 def vsctl_args(argv: list[str]) -> list[str]:
+    """An ovs-vsctl command's arguments without those the sandbox adds (upstream's test has
+    its own)."""
     return [a for a in argv[1:] if not VSCTL_HARNESS_ARG.match(a)]
 
 

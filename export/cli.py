@@ -61,11 +61,14 @@ class ExportError(Exception):
 
 @dataclass
 class Target:
+    """One ID given on the command line: a known-bug key, or a node id."""
+
     given: str
     bug: OvsBug | None = None  # a bug key, else a node id
 
 
 def known_bugs() -> dict[str, OvsBug]:
+    """The known OVS bugs (datapath/model/bugs.py), by key."""
     return {b.key: b for b in bugs.ALL}
 
 
@@ -122,6 +125,7 @@ def minimal(cases: list[CaseRecord], bug: OvsBug) -> CaseRecord | None:
 
 
 def title_for(case: CaseRecord, bug: OvsBug | None) -> str:
+    """The AT_SETUP title: the bug's rule for a bug, else the test's name and parameters."""
     if bug is not None:
         return PREFIX + writeup.rule_for(bug).title
     name = case.nodeid.split("::")[-1]
@@ -131,6 +135,7 @@ def title_for(case: CaseRecord, bug: OvsBug | None) -> str:
 
 
 def keywords_for(case: CaseRecord, bug: OvsBug | None) -> list[str]:
+    """AT_KEYWORDS: userspace, offload, the test's name for a node id, and the bug keys."""
     words = ["userspace", "offload"]
     if bug is None:
         words.append(case.nodeid.split("::")[-1].partition("[")[0].removeprefix("test_"))
@@ -139,6 +144,7 @@ def keywords_for(case: CaseRecord, bug: OvsBug | None) -> list[str]:
 
 
 def export(case: CaseRecord, bug: OvsBug | None, name: str, out: Path, ovs: str) -> Path:
+    """Write NAME.at and NAME.txt for `case` into `out`; return the .at file's path."""
     title = title_for(case, bug)
     keywords = keywords_for(case, bug)
     test = at.render(case, title, keywords)
@@ -155,6 +161,7 @@ def export(case: CaseRecord, bug: OvsBug | None, name: str, out: Path, ovs: str)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`./ovstest export-at`: export each ID; the exit status as the module says."""
     parser = argparse.ArgumentParser(prog="ovstest export-at", description=__doc__.split("\n\n")[0])
     parser.add_argument("ids", nargs="+", metavar="ID",
                         help="a pytest node id, or a known-bug key: " + ", ".join(known_bugs()))

@@ -106,6 +106,7 @@ def checksums_valid(data: bytes) -> bool:
 
 
 def split_hex(hexa: str, width: int = HEX_PER_LINE) -> list[str]:
+    """`hexa` in lines of `width` hex digits (one empty line for no bytes)."""
     return [hexa[i:i + width] for i in range(0, len(hexa), width)] or [""]
 
 

@@ -154,6 +154,8 @@ RULES: dict[str, Rule] = {
 
 
 def rule_for(bug: OvsBug) -> Rule:
+    """The rule the bug breaks, as the write-up states it (a placeholder where none is
+    written)."""
     return RULES.get(bug.key, Rule(bug.key.replace("-", " "),
                                    "(no rule written for this bug yet: see "
                                    "datapath/model/bugs.py and the model's notes below)"))

@@ -21,8 +21,16 @@ from harness import flaky as flaky_driver
 from harness.install import InstallError, Layout, find_layout
 from harness.ovsbuild import build as coverage_build
 from harness.ovsbuild import configure_flags, debian_source, toolchain_root
-from harness.runtime import (OVS_PACKAGE, REPO_ROOT, LaunchError, hold, provision,
-                             runtime_versions, sealed_argv, upstream_version)
+from harness.runtime import (
+    OVS_PACKAGE,
+    REPO_ROOT,
+    LaunchError,
+    hold,
+    provision,
+    runtime_versions,
+    sealed_argv,
+    upstream_version,
+)
 
 RUNTIME_WORDS = ("runtime", "packaged")
 SYSTEM_DIRS = (Path("/"), Path("/usr"), Path("/bin"), Path("/sbin"), Path("/lib"),

@@ -15,13 +15,22 @@ from datapath.backends.testpmd import TestPmd
 from harness.pcap import write_pcap
 from perf.kinds import JUMBO_MTU, CoreLayout, Kind
 from perf.sides import SWITCH_NAMES, TAP_NAMES, Side, SideError
-from perf.traffic import (GEN_MBUF_SIZE, GEN_MBUFS, TrafficError, drain, eal_args,
-                          flow_frames, parse_stats_all, start_forwarding)
+from perf.traffic import (
+    GEN_MBUF_SIZE,
+    GEN_MBUFS,
+    TrafficError,
+    drain,
+    eal_args,
+    flow_frames,
+    parse_stats_all,
+    start_forwarding,
+)
 
 _ids = itertools.count()
 
 
 class CeilingSide(Side):
+    """The ceiling: testpmd forwarding in OVS's place, on the same ports and CPU."""
     def __init__(self, label: str, kind: Kind, layout: CoreLayout, workdir: Path) -> None:
         super().__init__(label, kind, layout, workdir)
         self.description = f"no OVS: {kind.ceiling}"

@@ -35,6 +35,9 @@ JUMBO_MTU = 9000
 
 @dataclass(frozen=True)
 class Kind:
+    """A kind of topology: the OVS interface type of its ports, and how testpmd stands in
+    for OVS as its ceiling."""
+
     name: str
     title: str
     dpdk: bool  # needs the DPDK-enabled ovs-vswitchd
@@ -112,6 +115,7 @@ class CoreLayout:
 
 
 def plan_cores(available: set[int] | frozenset[int]) -> CoreLayout:
+    """Which CPU runs what: the switch's datapath, OVS's other threads, the generator."""
     cpus = tuple(sorted(available))
     if not cpus:
         raise ValueError("no CPU available")

@@ -19,21 +19,21 @@ from harness.control import Transcript, check
 from harness.install import OvsInstall
 from harness.pcap import write_pcap
 from harness.pmdstats import parse_pmd_stats
+from harness.records import Command
 from harness.wait import wait_until
 from perf.kinds import JUMBO_MTU, CoreLayout, Kind
 from perf.ovsstats import counters_delta, parse_dpctl_show, summarize_threads
 from perf.records import Sample
-from perf.sides import (GEN_NAMES, SWITCH_NAMES, TAP_NAMES, Side, SideError, Snapshot,
-                        Unavailable)
+from perf.sides import GEN_NAMES, SWITCH_NAMES, TAP_NAMES, Side, SideError, Snapshot, Unavailable
 from perf.sysstat import group_delta, ovs_thread_class, pin_threads
 from perf.traffic import file_prefix, flow_frames, openflow_rules, parse_unmatched
-from harness.records import Command
 
 BRIDGE = "br0"
 _vdev_ids = itertools.count()
 
 
 class OvsSide(Side):
+    """An OVS build as the switch, its bridge and ports set up for one kind of topology."""
     def __init__(self, label: str, kind: Kind, layout: CoreLayout, workdir: Path,
                  install: OvsInstall) -> None:
         super().__init__(label, kind, layout, workdir)

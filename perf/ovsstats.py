@@ -11,6 +11,8 @@ from harness.pmdstats import HIT_KEYS, ThreadStats
 
 @dataclass(frozen=True)
 class DatapathSummary:
+    """A window's datapath figures, summed over the threads."""
+
     rx: int
     cycles_per_pkt: float | None  # PMD threads only
     busy_pct: float | None  # PMD threads only, weighted by their cycles
@@ -18,6 +20,8 @@ class DatapathSummary:
 
 
 def summarize_threads(threads: list[ThreadStats]) -> DatapathSummary:
+    """The datapath's figures over all threads: packets, PMD cycles and busy share, cache
+    hits."""
     rx = sum(t.rx for t in threads)
     pmds = [t for t in threads if t.is_pmd and t.used_cycles]
     pmd_rx = sum(t.rx for t in pmds)
@@ -35,6 +39,8 @@ def summarize_threads(threads: list[ThreadStats]) -> DatapathSummary:
 
 @dataclass(frozen=True)
 class PortCounters:
+    """One port's packet counters."""
+
     rx: int = 0
     tx: int = 0
     rx_dropped: int = 0

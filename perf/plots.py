@@ -1,11 +1,11 @@
 """The figures of perf.html, drawn with matplotlib (Agg, PNG files beside the page).
 
-    perf-size.png        Mpps against frame size, one panel per topology, a line per
-                         side and flow count (median; bars span min..max)
-    perf-flows.png       Mpps against flow count, a line per side and frame size
-    perf-efficiency.png  packets per second per CPU core the switch used, against flows
-    perf-ceiling.png     each OVS side's median as a fraction of the ceiling, per point
-    perf-ab.png          candidate / baseline per point with its noise band; flagged red
+perf-size.png        Mpps against frame size, one panel per topology, a line per
+                     side and flow count (median; bars span min..max)
+perf-flows.png       Mpps against flow count, a line per side and frame size
+perf-efficiency.png  packets per second per CPU core the switch used, against flows
+perf-ceiling.png     each OVS side's median as a fraction of the ceiling, per point
+perf-ab.png          candidate / baseline per point with its noise band; flagged red
 """
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ SESSION_KEY = pytest.StashKey["PerfSession"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The --perf-* options."""
     group = parser.getgroup("perf", "datapath performance (./ovstest perf)")
     group.addoption("--perf-quick", action="store_true", default=False,
                     help="one point per topology (64 B, 1 flow), one repeat (three for A/B)")
@@ -42,11 +43,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the perf marker."""
     config.addinivalue_line("markers", "perf: a datapath benchmark (./ovstest perf); "
                             "deselected unless -m names it")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the perf-marked cases unless -m names perf."""
     if "perf" in (config.option.markexpr or ""):
         return
     kept = [i for i in items if i.get_closest_marker("perf") is None]
@@ -60,6 +63,7 @@ def _ints(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def make_plan(config: pytest.Config, ab: bool) -> Plan:
+    """The sweep's plan from the options: sizes, flow counts, repeats, window."""
     quick = bool(config.getoption("perf_quick"))
     base = QUICK if quick else Plan()
     repeats = config.getoption("perf_repeats") or (
@@ -159,6 +163,8 @@ def _locate(given: str, side: str) -> OvsInstall:
 
 @pytest.fixture(scope="session")
 def perf_session(pytestconfig: pytest.Config) -> PerfSession:
+    """The session's perf run: the OVS builds to measure (A and B, or the one under
+    test)."""
     session = pytestconfig.stash.get(SESSION_KEY, None)
     if session is None:
         base, cand = (pytestconfig.getoption("perf_baseline"),
@@ -178,6 +184,7 @@ def perf_session(pytestconfig: pytest.Config) -> PerfSession:
 
 @pytest.hookimpl(tryfirst=True)  # before reports.plugin renders the index that links it
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the perf report and link it from the index."""
     perf = session.config.stash.get(SESSION_KEY, None)
     if perf is None:
         return

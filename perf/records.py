@@ -50,6 +50,8 @@ CSV_METRICS = ("rx_pps", "tx_pps", "drop_pps", "ovs_drop_pps", "cycles_per_pkt",
 
 @dataclass
 class Sample:
+    """One measurement window of one side."""
+
     side: str
     repeat: int
     seconds: float
@@ -132,6 +134,8 @@ class Topology:
 
 @dataclass
 class Run:
+    """A whole perf run: its settings, the builds, and every topology's points."""
+
     started: str
     duration: float
     quick: bool
@@ -182,6 +186,7 @@ def point_json(point: Point) -> dict[str, Any]:
 
 
 def run_json(run: Run) -> dict[str, Any]:
+    """The run as perf.json's object."""
     data = asdict(run)
     data["schema"] = SCHEMA
     data["ab"] = run.ab
@@ -195,6 +200,7 @@ def run_json(run: Run) -> dict[str, Any]:
 
 
 def write_json(run: Run, path: str) -> None:
+    """Write perf.json."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump(run_json(run), f, indent=1, sort_keys=False)
         f.write("\n")
@@ -226,6 +232,7 @@ CSV_HEAD = ("kind", "size", "flows", "side", "n", "rx_pps_min", "rx_pps_max", "r
 
 
 def csv_rows(run: Run) -> list[dict[str, object]]:
+    """perf.csv's rows: one per point and side, with its verdict."""
     rows: list[dict[str, object]] = []
     for point in run.points():
         verdict = point.verdict()
@@ -256,6 +263,7 @@ def _cell(value: object) -> str:
 
 
 def csv_text(run: Run) -> str:
+    """perf.csv's text: the header, then the rows."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_HEAD)
@@ -265,5 +273,6 @@ def csv_text(run: Run) -> str:
 
 
 def write_csv(run: Run, path: str) -> None:
+    """Write perf.csv."""
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(csv_text(run))

@@ -35,6 +35,7 @@ def _fmt(value: float | None, scale: float, digits: int) -> str:
 
 
 def topology_rows(topo: Topology) -> list[dict[str, Any]]:
+    """A topology's table rows for perf.html: one per point and side."""
     rows = []
     for point in topo.points:
         verdict = point.verdict()

@@ -48,6 +48,9 @@ class Unavailable(SideError):
 
 @dataclass
 class Snapshot:
+    """Every counter of a side at one moment: packets received and sent, its threads' CPU
+    time and the machine's."""
+
     t: float
     rx: int
     tx: int | None

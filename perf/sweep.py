@@ -23,6 +23,8 @@ FULL_FLOWS = (1, 100, 1000)
 
 @dataclass(frozen=True)
 class Plan:
+    """What the sweep measures: frame sizes, flow counts, repeats, and how long."""
+
     sizes: tuple[int, ...] = FULL_SIZES
     flows: tuple[int, ...] = FULL_FLOWS
     repeats: int = 5

@@ -74,6 +74,7 @@ class MachineTimes:
 
 
 def parse_proc_stat(text: str) -> MachineTimes:
+    """The machine's CPU seconds from /proc/stat's text."""
     for line in text.splitlines():
         if line.startswith("cpu "):
             v = [int(x) * TICK for x in line.split()[1:]]
@@ -85,6 +86,7 @@ def parse_proc_stat(text: str) -> MachineTimes:
 
 
 def machine_times() -> MachineTimes:
+    """The machine's CPU seconds now."""
     with open("/proc/stat", encoding="utf-8") as f:
         return parse_proc_stat(f.read())
 
@@ -108,6 +110,7 @@ BPFFS = "/sys/fs/bpf"
 
 
 def bpffs_mounted(mounts_text: str, path: str = BPFFS) -> bool:
+    """Whether /proc/mounts' text has bpffs on `path`."""
     return any(line.split()[1:3] == [path, "bpf"] for line in mounts_text.splitlines()
                if len(line.split()) >= 3)
 

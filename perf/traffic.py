@@ -41,6 +41,7 @@ GEN_MBUFS = 8192
 
 
 def ip_text(value: int) -> str:
+    """A 32-bit IPv4 address in dotted-quad form."""
     return ".".join(str((value >> s) & 0xFF) for s in (24, 16, 8, 0))
 
 
@@ -59,6 +60,7 @@ def flow_frame(index: int, size: int) -> bytes:
 
 
 def flow_frames(flows: int, size: int) -> list[bytes]:
+    """The first `flows` flows' frames of `size` bytes."""
     return [flow_frame(i, size) for i in range(flows)]
 
 

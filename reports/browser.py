@@ -38,6 +38,7 @@ class BrowserError(Exception):
 
 
 def find_chromium() -> str | None:
+    """The first Chromium on PATH, or None."""
     for name in CANDIDATES:
         path = shutil.which(name)
         if path:

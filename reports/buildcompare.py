@@ -31,8 +31,8 @@ from typing import Any
 import jinja2
 
 from harness.compare import diff_frames
-from harness.runtime import host_path
 from harness.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, case_slug
+from harness.runtime import host_path
 from reports.render import TEMPLATES, render
 
 MAX_IDS_SHOWN = 200
@@ -140,6 +140,7 @@ def _side(run: RunRecord) -> dict[str, Any]:
 
 
 def write(data: dict[str, Any], out_dir: Path, sides: dict[str, str]) -> Path:
+    """Write compare.json and compare.html into `out_dir`; return the page's path."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     page = env.get_template("compare.html.j2").render(
@@ -153,6 +154,7 @@ def write(data: dict[str, Any], out_dir: Path, sides: dict[str, str]) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Compare two runs' output directories and write the comparison."""
     parser = argparse.ArgumentParser(prog="python3 -m reports.buildcompare",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("baseline", help="the baseline run's output directory")

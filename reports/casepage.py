@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from harness.records import Command, Step
 from reports.index import Entry, format_seconds, message
 from reports.layers import field_table
-from harness.records import Command, Step
 
 MAX_FRAMES_PER_COLUMN = 8
 MAX_BYTES_PER_FRAME = 512
@@ -43,6 +43,7 @@ def href(path: str) -> str:
 
 
 def case_view(entry: Entry, out_dir: str) -> dict[str, Any]:
+    """What a case's page shows: its steps, commands, log and artifacts."""
     case = entry.case
     commands = case.commands[-MAX_COMMANDS:]
     log = case.log_excerpt[-MAX_LOG_LINES:]
@@ -95,6 +96,7 @@ def rundir_files(out_dir: str, rundir: str) -> list[dict[str, str]]:
 
 
 def step_view(number: int, step: Step, artifacts: dict[str, str]) -> dict[str, Any]:
+    """What one step shows: its frames side by side, the verdict, the captures."""
     decoded = {kind: [_frame_bytes(h) for h in getattr(step, kind)] for kind in FRAME_KINDS}
     expected, captured = decoded["expected"], decoded["captured"]
     columns = [
@@ -223,6 +225,7 @@ def _push(segments: list[list[Any]], text: str, marked: bool) -> None:
 
 
 def command_view(command: Command) -> dict[str, Any]:
+    """One command as the page shows it, its output clipped."""
     return {
         "cmd": shlex.join(str(a) for a in command.argv),
         "rc": command.rc,

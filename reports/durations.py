@@ -19,6 +19,8 @@ DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "duration
 
 
 def durations(runs: Sequence[RunRecord]) -> dict[str, float]:
+    """Each id's duration over the runs (the last run's for an id in several), skips left
+    out."""
     found: dict[str, float] = {}
     for run in runs:
         for case in run.cases:
@@ -28,6 +30,7 @@ def durations(runs: Sequence[RunRecord]) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Write the durations file from results.json files."""
     parser = argparse.ArgumentParser(prog="python3 -m reports.durations",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="results.json files (or their directories)")

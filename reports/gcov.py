@@ -48,6 +48,7 @@ class Side:
 
 
 def file_sides(report: dict[str, Any]) -> dict[str, Side]:
+    """Each file's side of one gcov report: its lines, functions and branches."""
     counts = line_counts(report)
     out: dict[str, Side] = {}
     for f in report.get("files", []):
@@ -85,6 +86,8 @@ def file_sides(report: dict[str, Any]) -> dict[str, Side]:
 
 @dataclass
 class Tally:
+    """So many covered of so many."""
+
     covered: int
     total: int
 
@@ -95,6 +98,8 @@ class Tally:
 
 @dataclass
 class FunctionRow:
+    """One function's coverage, ours and upstream's."""
+
     name: str
     first_line: int
     lines: int
@@ -108,6 +113,8 @@ class FunctionRow:
 
 @dataclass
 class FileRow:
+    """One file's coverage, ours and upstream's, in lines and functions."""
+
     path: str
     built: bool  # a .gcda/.gcno of it reached the reports
     lines: int = 0
@@ -203,6 +210,8 @@ def ranges(lines: list[int]) -> str:
 
 @dataclass
 class PatchLine:
+    """One changed line of a patch: reached or not, and the finest id groups reaching it."""
+
     path: str
     line: int
     kind: str  # "added" or "after a deletion"
@@ -222,6 +231,7 @@ def finest(groups: list[dict[str, Any]], key: tuple[str, int]) -> list[int]:
 
 
 def patch_lines(data: dict[str, Any], ours: dict[str, Any]) -> list[PatchLine]:
+    """The patch's changed lines, each with its state and the groups that reach it."""
     changes = {p: FileChange(p, set(c["added"]), set(c["after_deletion"]))
                for p, c in data["changes"].items()}
     groups = data.get("groups", [])
@@ -237,6 +247,7 @@ def patch_lines(data: dict[str, Any], ours: dict[str, Any]) -> list[PatchLine]:
 
 
 def run_command(nodeids: list[str]) -> str:
+    """The ./ovstest suite command line that runs these ids (the first MAX_IDS_SHOWN)."""
     quoted = " ".join(f"'{n}'" for n in nodeids[:MAX_IDS_SHOWN])
     more = f" ... ({len(nodeids) - MAX_IDS_SHOWN} more in patch.json)" \
         if len(nodeids) > MAX_IDS_SHOWN else ""
@@ -269,6 +280,7 @@ def detail_pages(index_html: Path, paths: list[str]) -> dict[str, str]:
 
 
 def environment() -> jinja2.Environment:
+    """The jinja2 environment of the coverage pages."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["ranges"] = ranges
@@ -277,6 +289,7 @@ def environment() -> jinja2.Environment:
 
 
 def write_compare(out: Path, rows: list[FileRow], meta: dict[str, Any]) -> Path:
+    """Write coverage-compare.json and its page; return the page's path."""
     paths = [r.path for r in rows]
     data = {"meta": meta, "files": [{**asdict(r), "verdict": r.verdict,
                                      "ours_percent": r.ours.percent,
@@ -292,6 +305,7 @@ def write_compare(out: Path, rows: list[FileRow], meta: dict[str, Any]) -> Path:
 
 
 def write_patch(out: Path, rows: list[PatchLine], data: dict[str, Any]) -> Path:
+    """Write patch.json and its page; return the page's path."""
     (out / "patch.json").write_text(json.dumps(
         {"patch": data["patch"], "budget": data["budget"], "runs": len(data["groups"]),
          "lines": [asdict(r) for r in rows]}, indent=1) + "\n")
@@ -305,6 +319,7 @@ def write_patch(out: Path, rows: list[PatchLine], data: dict[str, Any]) -> Path:
 
 
 def summary_lines(rows: list[FileRow], upstream: bool) -> list[str]:
+    """The terminal's summary table: per file, lines and coverage."""
     width = max([len(r.path) for r in rows] + [4])
     head = f"{'file':<{width}}  {'lines':>6}  {'ours':>6}"
     out = [head + (f"  {'upstream':>8}  {'up-only':>7}  {'ours-only':>9}" if upstream else "")]
@@ -321,14 +336,17 @@ def summary_lines(rows: list[FileRow], upstream: bool) -> list[str]:
 
 
 def ours_pct(r: FileRow) -> str:
+    """Our coverage of a file, as text."""
     return pct_text(r.ours.percent)
 
 
 def pct_text(v: float | None) -> str:
+    """A percentage as text, '-' for none."""
     return "-" if v is None else f"{v:.1f}%"
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write the coverage pages from OUT_DIR's gcov reports."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out_dir", type=Path)
     args = ap.parse_args(argv)

@@ -36,6 +36,7 @@ class Entry:
 
 
 def format_seconds(seconds: float) -> str:
+    """A duration as the report writes it: seconds, or minutes and seconds."""
     if seconds < 60:
         return f"{seconds:.2f} s"
     minutes, rest = divmod(int(round(seconds)), 60)
@@ -88,6 +89,7 @@ def natural_key(text: str) -> list[Any]:
 
 
 def outcome_counts(cases: list[CaseRecord]) -> list[tuple[str, int]]:
+    """How many cases had each outcome, in the report's order of outcomes."""
     counts = Counter(case.outcome for case in cases)
     ordered = [(o, counts[o]) for o in OUTCOME_ORDER if counts[o]]
     return ordered + sorted((o, n) for o, n in counts.items() if o not in OUTCOME_ORDER)
@@ -158,6 +160,7 @@ def embed_json(data: Any) -> str:
 
 
 def run_summary(run: RunRecord) -> dict[str, Any]:
+    """The run's header as the index shows it."""
     versions = dict(run.versions)
     return {
         "started": run.started,

@@ -149,6 +149,7 @@ def _relocate(path: str, source_dir: str, out_dir: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Merge results.json files into one run and render its report."""
     parser = argparse.ArgumentParser(prog="python3 -m reports.merge", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="results.json files (or directories holding one)")
     parser.add_argument("-o", "--out-dir", required=True, help="directory for results.json and the report")

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from harness import teardown_trace
-from harness.records import (DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord,
-                             known_bug_status)
+from harness.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, known_bug_status
 from harness.runtime import host_path
 from reports.failures import PCAP_DIR, dissect_failures
 from reports.upstream import DEFAULT_FILE
@@ -57,6 +56,7 @@ _STATE_KEY = pytest.StashKey[_State]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The report's options: --out-dir and the others."""
     group = parser.getgroup("reports", "OVS datapath test reports")
     group.addoption(
         "--out-dir", dest="reports_out_dir", default=None, metavar="DIR",
@@ -78,6 +78,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml reads config.option.xmlpath
 def pytest_configure(config: pytest.Config) -> None:
+    """Set up the report's state and output directory (and junit.xml in it)."""
     given = config.getoption("reports_out_dir")
     if given:
         out_dir = (config.invocation_params.dir / given).resolve()
@@ -147,6 +148,7 @@ def case_record(request: pytest.FixtureRequest) -> CaseRecord:
 
 @pytest.hookimpl(hookwrapper=True)  # old-style wrapper: works with every pluggy pytest 7.4 allows
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Record each phase of a case into its CaseRecord."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     record = record_for(item)
@@ -289,6 +291,8 @@ class _Collector:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write results.json and the HTML report (a case cut short by an interrupt
+    included)."""
     config = session.config
     if _is_worker(config) or _STATE_KEY not in config.stash or config.option.collectonly:
         return
@@ -334,6 +338,7 @@ def _write_reports(config: pytest.Config, state: Any, run: RunRecord) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Print the known bugs' status, and the report's path or why it was not written."""
     state = config.stash.get(_STATE_KEY, None)
     if state is None or _is_worker(config):
         return

@@ -18,9 +18,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from harness.records import DETAIL_OUTCOMES, CaseRecord, RunRecord, case_slug, outcome_rank
 from reports.casepage import case_view
 from reports.index import Entry, index_context
-from harness.records import DETAIL_OUTCOMES, CaseRecord, RunRecord, case_slug, outcome_rank
 from reports.repro import reproducer
 from reports.trace import trace_context
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from reports.index import Entry, outcome_counts
 from harness.records import OUTCOME_ORDER, outcome_rank
+from reports.index import Entry, outcome_counts
 from reports.upstream import DEFAULT_FILE, FILES, RELEASE, SCOPE, UpstreamTest, split_titles
 
 MAX_IDS_PER_TEST = 200

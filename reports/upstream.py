@@ -20,6 +20,8 @@ DEFAULT_FILE = "dpif-netdev.at"
 
 @dataclass(frozen=True)
 class UpstreamTest:
+    """One test of upstream's testsuite: its number and title in its file."""
+
     number: int
     title: str
     since: str = ""  # first release with this test, when newer than 3.7.0
@@ -183,6 +185,7 @@ TITLES: frozenset[str] = frozenset(title for _, title in UPSTREAM_TESTS)
 
 
 def titles_of(file: str) -> frozenset[str]:
+    """The titles of an upstream file's tests."""
     return frozenset(t.title for t in FILES.get(file, ()))
 
 
