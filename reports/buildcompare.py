@@ -99,11 +99,11 @@ def compare_runs(baseline: RunRecord, candidate: RunRecord) -> dict[str, Any]:
     changed: list[str] = []
     compared = 0
     for nodeid in common:
-        a, b = base[nodeid], cand[nodeid]
-        if not any(s.captured for s in a.steps + b.steps) and (a.compacted or b.compacted):
+        was, now = base[nodeid], cand[nodeid]
+        if not any(s.captured for s in was.steps + now.steps) and (was.compacted or now.compacted):
             continue  # a side kept no frames for this id: nothing to compare
         compared += 1
-        changes = capture_changes(a, b)
+        changes = capture_changes(was, now)
         if changes:
             changed.append(nodeid)
         for path, line in changes.items():
