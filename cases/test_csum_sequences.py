@@ -83,7 +83,6 @@ def test_ip_csum_offload_sequence(sandbox: Sandbox, case_record: CaseRecord,
                                second_opinion=second_opinion, send=one_by_one)
     assert [f.hex() for f in captured[-2:]] == [  # tail -n 2 p2.pcap.txt
         sed(sed(OPT_PKT.hex(), "0a000002", "c0a80101"), "eeee", "dd2e"), MICROGRAM.hex()]
-    seq.finish()
 
 
 # Upstream's checksum field values: (good frame's, good expected's), per traffic.
@@ -117,7 +116,6 @@ def test_l4_csum_offload_sequence(sandbox: Sandbox, case_record: CaseRecord, sec
                 upstream_hex=sed(good_expected, exp_csum, "dead"),
                 title="tx_l4_disabled: bad_frame rx_l4_good -> bad_updated")
     seq.p2.configure(tx=TxOffloads())  # both options removed again, as upstream ends
-    seq.finish()
 
 
 @pytest.mark.upstream("dpif-netdev - tcp csum offload (simple match)")
@@ -137,4 +135,3 @@ def test_tcp_csum_simple_match_sequence(sandbox: Sandbox, case_record: CaseRecor
         perf = check(sandbox.appctl("dpif-netdev/pmd-perf-show")).stdout
         assert [ln for ln in perf.splitlines() if "Simple Match hits" in ln] == [
             f"  - Simple Match hits: {hits:>11}  ({pct:>5} %)"], perf
-    seq.finish()

@@ -18,7 +18,6 @@ from datapath.model.actions import PushTunnel, Truncate, output
 from datapath.offloads import TxOffloads
 from fixtures.explore import (Scenario, build_frame, explore, load_regressions, rewrites,
                               rx_flags, scenarios)
-from reports.plugin import record_for
 from fixtures.frames import encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY, spec
 
@@ -73,7 +72,7 @@ def test_explore(tunnel_bench, request: pytest.FixtureRequest) -> None:
     """Verifies, for each drawn scenario, every frame and field against the model
     on both paths; a deviation becomes a saved regression and fails the case."""
     explore(scenarios(), lambda scenario: run(tunnel_bench, scenario),
-            request.config.getoption("explore"), record_for(request.node))
+            request.config.getoption("explore"), request.node)
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])

@@ -226,7 +226,7 @@ def test_explore_nested(nested: Benches, request: pytest.FixtureRequest) -> None
     encapsulation (or the drop check_pkt_len asks for) against the model on both
     paths; a deviation becomes a saved regression and fails the case."""
     explore(nested_scenarios(), lambda scenario: run(nested, scenario),
-            max(1, request.config.getoption("explore") // 3), nested.record)
+            max(1, request.config.getoption("explore") // 3), request.node)
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])

@@ -17,6 +17,7 @@ from datapath.model.actions import (Action, PushTunnel, SetL4Port, SetVlanVid, m
                                     mod_nw_src, output)
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import TxOffloads
+from datapath.verdict import record_step
 from fixtures.frames import compose, ndp_solicit
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
@@ -78,10 +79,8 @@ def exchange(sb: Sandbox, reader: PcapReader, packet: str, actions: list[Action]
     sent, captured = frames[:1], frames[1:]
     expected = model.forward(sent[0], actions, TxOffloads())
     lines = compare_frames(expected.frames, captured)
-    steps.append(Step(title=title, rx_port="p1", tx_port="p1", sent=[f.hex() for f in sent],
-                      expected=[f.hex() for f in expected.frames],
-                      captured=[f.hex() for f in captured], ok=not lines, diff=lines,
-                      csum_state=expected.csum_state, notes=expected.notes))
+    record_step(steps, title, "p1", "p1", sent=sent, captured=captured, expected=expected,
+                diff=lines)
     if lines:
         raise FrameMismatch(expected.frames, captured, lines, context=title)
 

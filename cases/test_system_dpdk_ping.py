@@ -23,6 +23,7 @@ from datapath.backends.netns import Netns, link_mac, mac_text
 from datapath.model.actions import PushTunnel, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
+from datapath.verdict import record_step
 from fixtures.system_dpdk import FILE, OvsDpdk, lcores_for, ovs_dpdk  # noqa: F401
 from fixtures.upstream_system import (PathCheck, Sniffer, add_veth, check_path, enable_ipv6,
                                       format_ping, icmp_echo, run_in)
@@ -30,7 +31,6 @@ from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
 from harness.wait import wait_until
 from reports.plugin import record_for
-from harness.records import Step
 from collections.abc import Callable
 
 
@@ -315,10 +315,8 @@ def check_double_push(ovs: OvsDpdk, request: pytest.FixtureRequest, ns0: Netns,
                                       tx, RxFlags()))
     lines = compare_frames(expected.frames, arrived)
     steps = record_for(request.node).steps
-    steps.append(Step(title="echo replies, doubly encapsulated", rx_port="p2", tx_port="p0",
-                      sent=[f.hex() for f in sent], expected=[f.hex() for f in expected.frames],
-                      captured=[f.hex() for f in arrived], ok=not lines, diff=lines,
-                      csum_state=expected.csum_state, notes=expected.notes))
+    record_step(steps, "echo replies, doubly encapsulated", "p2", "p0", sent=sent,
+                captured=arrived, expected=expected, diff=lines)
     if lines:
         raise FrameMismatch(expected.frames, arrived, lines, context="p2 -> p0 (two pushes)")
 

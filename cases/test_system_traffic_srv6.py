@@ -35,6 +35,7 @@ from datapath.model.actions import PushTunnel, output
 from datapath.model.packet import parse_layer
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import TxOffloads
+from datapath.verdict import record_step
 from fixtures.kernel_peer import match_frames, rx_flags
 from fixtures.system_traffic import FLAVOUR, PING_OK, Traffic, upstream
 from harness.control import check
@@ -200,11 +201,10 @@ class SrWire:
         if len(sent) < PINGS:
             lines.append(f"br0's kernel sent {len(sent)} overlay packets, not the {PINGS} "
                          "echo replies")
-        steps.append(Step(title="srv6: OVS encapsulates (br0 -> at_srv6 -> p0)", rx_port="br0",
-                          tx_port="p0", sent=[c.frame.hex() for c in sent],
-                          expected=[f.hex() for f in expected], captured=[f.hex() for f in out],
-                          ok=not lines, diff=lines,
-                          notes=[f"{len(sent)} packets from br0, {len(out)} SRv6 frames on p0"]))
+        record_step(steps, "srv6: OVS encapsulates (br0 -> at_srv6 -> p0)", "br0", "p0",
+                    sent=[c.frame for c in sent], captured=out,
+                    expected=model.Expected(frames=expected), diff=lines,
+                    notes=[f"{len(sent)} packets from br0, {len(out)} SRv6 frames on p0"])
         return [f"encapsulation: {line}" for line in lines]
 
     def _carried(self, c: Captured) -> bool:
@@ -230,11 +230,9 @@ class SrWire:
                 lines.append(f"br0 received a packet at_ns0 did not send: {inner.hex()}")
         lines += [f"not delivered to br0: {inner.hex()}" for inner, n in want.items()
                   for _ in range(n) if inner is not None]
-        steps.append(Step(title="srv6: OVS decapsulates (p0 -> at_srv6 -> br0)", rx_port="p0",
-                          tx_port="br0", sent=[f.hex() for f in sent],
-                          expected=[], captured=[f.hex() for f in got], ok=not lines,
-                          diff=lines, notes=[f"{len(sent)} SRv6 frames from at_ns0, {len(got)} "
-                                             "packets delivered to br0 (compared as the inner "
-                                             "packets, destination MAC checked)"]))
+        record_step(steps, "srv6: OVS decapsulates (p0 -> at_srv6 -> br0)", "p0", "br0",
+                    sent=sent, captured=got, diff=lines,
+                    notes=[f"{len(sent)} SRv6 frames from at_ns0, {len(got)} packets delivered "
+                           "to br0 (compared as the inner packets, destination MAC checked)"])
         return [f"decapsulation: {line}" for line in lines]
 

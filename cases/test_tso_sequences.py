@@ -134,16 +134,13 @@ def test_tunnel_tso_fallback_sequence(sandbox: Sandbox, case_record: CaseRecord)
     for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
         actions += [PushTunnel(fallback_spec(kind, ul, csum), str(n)), output("p1")]
     rx = RxFlags(tso_segsz=500)
-    known: list[str] = []
     for ipv, flow, length in ((4, FLOW_V4, "2054"), (6, FLOW_V6, "2074")):
         frame = tso_frame(ipv, 2000)
         receive(sb, "int-br", flow, "--len", length)([frame])
         expect_unordered(p1, model.forward(frame, actions, TxOffloads(), rx), sent=[frame],
                          rx_name="int-br", title=f"IPv{ipv} into six tunnels",
-                         steps=case_record.steps, known_bugs=known)
+                         steps=case_record.steps)
     assert sorted(f.hex() for f in read_all(p1.tx_pcap)) == sorted(expand(f) for f in FRAMES)
-    if known:
-        pytest.xfail("\n".join(known))
 
 
 CHECK_PKT_LEN_FLOWS = ("table=0,in_port=1,ip actions=check_pkt_larger(514)->NXM_NX_REG0[0],"

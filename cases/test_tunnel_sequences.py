@@ -91,4 +91,3 @@ def test_vxlan_upstream_sequence(sandbox: Sandbox, case_record: CaseRecord, seco
         seq.forward(frames[step.frame], model_actions(inner, tun), rx=step.rx, tx=step.tx,
                     upstream_hex=resolve(vectors, step.expected),
                     title=f"{step.id} -> {step.expected}")
-    seq.finish()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.tunnel import INNERS, Step, model_actions, spec, upstream_steps, upstream_title
+from fixtures.tunnel import INNERS, UpstreamForward, model_actions, spec, upstream_steps, upstream_title
 
 PARAMS = [
     pytest.param(ul, traffic, step, id=f"ul{ul}-{traffic}-{step.id}",
@@ -22,7 +22,7 @@ PARAMS = [
 
 
 @pytest.mark.parametrize("underlay,traffic,step", PARAMS)
-def test_vxlan_upstream(tunnel_bench, underlay: int, traffic: str, step: Step) -> None:
+def test_vxlan_upstream(tunnel_bench, underlay: int, traffic: str, step: UpstreamForward) -> None:
     """Verifies the outer header (addresses, lengths, DF, TTL, UDP ports, VNI),
     the outer UDP checksum (0 with csum off; complete, via the nested-checksum
     shortcut or in full, with csum on; ffff left by a _disabled driver), the

@@ -45,6 +45,7 @@ from datapath.model.actions import output
 from cases.test_tso import reassembled, tcp_payload
 from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, OvsBug
 from datapath.offloads import CsumState, RxFlags
+from datapath.verdict import crashed, record_step
 from fixtures.frames import ETH_DST, ETH_SRC, compose, tso_frame
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY
 from harness.control import check
@@ -53,6 +54,7 @@ from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
 
 SEGSZ = 500
+GUEST = "v1 (testpmd csum)"  # the rx side of every step: the guest's csum engine into v1
 # Environment facts: this guest negotiates no guest TSO, net_pcap has no TSO.
 LOG_ALLOW = (r"netdev_dpdk\|WARN\|v1: Tx TSO offload is not supported",
              r"netdev_dpdk\|WARN\|p2: Tx TSO offload is not supported")
@@ -124,12 +126,9 @@ def guest_sends(env: RealEnv, guest: Guest, bug: OvsBug, tx: dpdk.DpdkPcapPort, 
         if not re.search(bug.signature, evidence):
             sb.expected_crash = None
             vs.assert_alive(f"after {title}")  # raises DaemonDied with the evidence
-        steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=tx.name,
-                          sent=[f.hex() for f in sent], expected=[], captured=[],
-                          ok=False, diff=[f"ovs-vswitchd died: {bug.title}"],
-                          csum_state=[], notes=[bug.reason()], bugs={bug.key: "present"}))
         cause = next((ln for ln in evidence.splitlines() if re.search(bug.signature, ln)), "")
-        pytest.xfail(f"{bug.reason()}\n{cause.strip()}")
+        raise crashed(steps, bug, title=title, rx_port=GUEST, tx_port=tx.name, sent=sent,
+                      evidence=cause)
     sb.expected_crash = None
     captured.extend(tx.read_tx())
     return captured
@@ -168,11 +167,9 @@ def test_guest_tcp_short_data_offset(real_env: Callable[..., RealEnv],
         title = f"testpmd csum (tcp data offset {doff}) -> v1 -> p2: {what}"
         captured = guest_sends(env, guest, L4_PARTIAL_NOT_TCP_UDP, p2, 1, steps, title, [frame])
         ok = captured == expected.frames
-        steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=p2.name,
-                          sent=[frame.hex()], expected=[f.hex() for f in expected.frames],
-                          captured=[f.hex() for f in captured], ok=ok,
-                          diff=[] if ok else ["the frames that left differ from the model's"],
-                          csum_state=expected.csum_state, notes=list(expected.notes), bugs={}))
+        record_step(steps, title, GUEST, p2.name, sent=[frame], captured=captured,
+                    expected=expected,
+                    diff=[] if ok else ["the frames that left differ from the model's"])
         assert ok, (f"{what}: {[f.hex() for f in captured]} left p2, "
                     f"{[f.hex() for f in expected.frames]} expected")
     dump = check(env.sb.appctl("dpctl/dump-flows")).stdout
@@ -236,10 +233,9 @@ def test_guest_tso_trailer_into_vxlan_csum(real_env: Callable[..., RealEnv],
     steps = record_for(request.node).steps
     title = f"testpmd csum tso {SEGSZ} (100-byte payload + 460-byte trailer) -> v1 -> t1 -> p2"
     captured = guest_sends(env, guest, TSO_SHORT_TUNNEL_ASSERT, p2, 2, steps, title, [frame])
-    steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=p2.name,
-                      sent=[frame.hex()], expected=[], captured=[f.hex() for f in captured],
-                      ok=len(captured) == 2, diff=[], csum_state=[],
-                      notes=["OVS segments the trailer as TCP payload (500 + 60)"], bugs={}))
+    record_step(steps, title, GUEST, p2.name, sent=[frame], captured=captured,
+                diff=[] if len(captured) == 2 else [f"{len(captured)} frame(s), 2 expected"],
+                notes=["OVS segments the trailer as TCP payload (500 + 60)"])
     assert len(captured) == 2, f"{len(captured)} frame(s) left p2, 2 segments expected"
     assert reassembled(captured, frame) == frame[54:]
     assert guest.pmd.port_stats(0).tx_packets == 1, "the guest sent more than one packet"
@@ -269,8 +265,7 @@ def test_guest_tso_truncated_into_vxlan_csum(real_env: Callable[..., RealEnv],
     steps = record_for(request.node).steps
     title = f"testpmd csum tso {SEGSZ} -> v1 -> output(t1, max_len={max_len}) -> p2"
     captured = guest_sends(env, guest, TSO_SHORT_TUNNEL_ASSERT, p2, 1, steps, title, [frame])
-    steps.append(Step(title=title, rx_port="v1 (testpmd csum)", tx_port=p2.name,
-                      sent=[frame.hex()], expected=[], captured=[f.hex() for f in captured],
-                      ok=len(captured) == 1, diff=[], csum_state=[], notes=[], bugs={}))
+    record_step(steps, title, GUEST, p2.name, sent=[frame], captured=captured,
+                diff=[] if len(captured) == 1 else [f"{len(captured)} frame(s), 1 expected"])
     assert len(captured) == 1, f"{len(captured)} frame(s) left p2, 1 expected"
     assert reassembled(captured, frame) == tcp_payload(frame)[:max_len - 54]

@@ -22,13 +22,12 @@ import hashlib
 from dataclasses import dataclass, fields
 from typing import Callable
 
-import pytest
-
+from datapath.verdict import is_sighting
 from harness.control import check
 from harness.pmdstats import parse_pmd_stats, total
 from harness.sandbox import Sandbox
-from harness.wait import WaitTimeout, wait_until
 from harness.records import Step
+from harness.wait import WaitTimeout, wait_until
 
 CACHE_MODES: dict[str, dict[str, str]] = {
     "emc": {"emc-insert-inv-prob": "1", "smc-enable": "false"},
@@ -95,49 +94,38 @@ def fresh(sb: Sandbox) -> None:
 
 
 def both_paths(sb: Sandbox, mode: str, send: Callable[[str], list[bytes]],
-               steps: list[Step] | None = None) -> list[bytes]:
+               steps: list[Step]) -> list[bytes]:
     """send("upcall") into a datapath without flows, then send("fast path");
-    check the counters of each, and that both sends left the same frames.
+    check the counters of each, and that both sends came to the same verdict
+    with the same frames.
 
-    `send` is a send-and-expect step that returns what left (and raises on a
-    mismatch).  A known bug that xfails the first send is checked on the second
-    too: the xfail stands only if the fast path deviates the same way."""
+    `send` is a send-and-expect step that records its verdict in `steps` and
+    returns what left (raising where no known bug explains it).  A known bug the
+    first send shows must show on the second too: the case's sighting stands
+    only if the fast path deviates the same way (datapath/verdict.py)."""
     fresh(sb)
     before = PathStats.read(sb)
-    first_xfail: BaseException | None = None
-    try:
-        first = send("upcall")
-    except pytest.xfail.Exception as exc:
-        if not sb.vswitchd or not sb.vswitchd.alive():
-            raise  # a known crash: there is no second path to take
-        first_xfail, first = exc, []
+    first = send("upcall")
+    upcall = steps[-1]
     middle, slow = _settle(sb, before, lambda d: d.passes > 0 and d.upcalls + d.lost > 0,
                            "the first send to take the upcall path")
-    second_xfail: BaseException | None = None
-    try:
-        second = send(f"fast path ({mode})")
-    except pytest.xfail.Exception as exc:
-        second_xfail, second = exc, []
+    second = send(f"fast path ({mode})")
+    fast = steps[-1]
     # Where the kernel added packets of its own to the first window, the second
     # may never reach its passes: judge() decides on what it has after the wait.
-    _, fast = _settle(sb, middle, lambda d: d.passes >= slow.passes,
-                      "the second send to pass the datapath as often as the first",
-                      strict=False)
-    problems = judge(slow, fast, mode)
-    if (first_xfail is None) != (second_xfail is None):
+    _, fast_stats = _settle(sb, middle, lambda d: d.passes >= slow.passes,
+                            "the second send to pass the datapath as often as the first",
+                            strict=False)
+    problems = judge(slow, fast_stats, mode)
+    if is_sighting(upcall) != is_sighting(fast):
         problems.append("the upcall path " + ("deviated as a known bug and the fast path did "
-                                              "not" if first_xfail else "was right and the fast "
-                                              "path deviated as a known bug"))
-    elif steps is not None and len(steps) >= 2 and steps[-1].captured != steps[-2].captured:
-        problems.append(f"the fast path left other frames than the upcall path "
-                        f"({len(steps[-1].captured)} against {len(steps[-2].captured)})")
-    elif first_xfail is None and first != second:
+                                              "not" if is_sighting(upcall) else "was right and "
+                                              "the fast path deviated as a known bug"))
+    elif first != second:
         problems.append(f"the fast path left other frames than the upcall path "
                         f"({len(second)} against {len(first)})")
     if problems:
         raise PathMismatch("\n".join(problems))
-    if first_xfail is not None:
-        raise first_xfail
     return second
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from datapath.offloads import RxFlags, TxOffloads
+from harness.sandbox import Sandbox
 
 
 class BackendError(Exception):
@@ -13,6 +14,7 @@ class BackendError(Exception):
 class Port(Protocol):
     name: str
     ofport: int
+    sb: Sandbox  # the OVS the port belongs to (a case that expects it to die tells it so)
 
     def configure(self, rx: RxFlags | None = None, tx: TxOffloads | None = None) -> None:
         """Set the checksum flags stamped on received packets and the tx offloads."""
