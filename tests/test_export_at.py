@@ -10,6 +10,7 @@ exported tests in upstream's own testsuite.)
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 from scapy.layers.inet import ICMP, IP
@@ -244,3 +245,73 @@ def test_a_bug_key_exports_its_minimal_case_from_results(tmp_path, capsys) -> No
 def test_launcher_runs_export_inside_the_runtime() -> None:
     from harness.launcher import inner_args
     assert inner_args("export-at", ["gre-csum-at-push"]) == ["-m", "export", "gre-csum-at-push"]
+
+
+def _fixes_line(text: str) -> list[str]:
+    match = re.search(r"^Fixes:(.*)$", text, re.MULTILINE)
+    assert match, "a fix without a Fixes: line"
+    return match.group(1).split()
+
+
+def test_every_bug_group_has_one_fix_naming_exactly_its_entries() -> None:
+    """export/fixes/GROUP.patch: one per root-cause group that holds a bug, its
+    Fixes: line the group's entries, a plain -p1 diff of OVS sources."""
+    groups: dict[str, set[str]] = {}
+    for bug in bugs.ALL:
+        groups.setdefault(bug.root_cause, set()).add(bug.key)
+    with_bug = {b.root_cause for b in bugs.ALL if b.cls == "bug"}
+    patches = {p.stem: p.read_text() for p in writeup.FIXES.glob("*.patch")}
+    assert with_bug <= set(patches), with_bug - set(patches)
+    assert set(patches) <= set(groups), set(patches) - set(groups)  # no fix of no group
+    for group, text in patches.items():
+        assert set(_fixes_line(text)) == groups[group], group
+        heads = re.findall(r"^(---|\+\+\+) (\S+)(.*)$", text, re.MULTILINE)
+        assert heads and all(rest == "" for _, _, rest in heads), group  # no timestamps
+        assert {side for side, _, _ in heads} == {"---", "+++"}
+        assert all(re.match(r"[ab]/(lib|ofproto|vswitchd)/", path) for _, path, _ in heads)
+        assert re.search(r"^@@ ", text, re.MULTILINE)
+
+
+def test_writeup_carries_its_groups_fix_and_class_severity_group() -> None:
+    bug = bugs.TSO_EMPTY_TUNNEL_CSUM
+    text = writeup.render(_case(bug.key, "xfailed"), "t.at", "dpif-netdev - x", bug.key, bug,
+                          "OVS 4.0.0")
+    flat = text.replace("\n  ", " ")
+    assert "severity: corrupts data on the wire" in flat and "a bug;" in flat
+    assert "root-cause group tso-segsz-unsegmented" in flat
+    assert "export/fixes/tso-segsz-unsegmented.patch" in flat
+    patch = (writeup.FIXES / "tso-segsz-unsegmented.patch").read_text()
+    fix = text[text.index("Proposed fix\n"):]
+    assert patch.rstrip() in fix  # verbatim, so that it applies as it is
+    assert "A fix could" not in flat
+    by_design = bugs.GRE_SEQ_SHARED
+    text = writeup.render(_case(by_design.key, "xfailed"), "t.at", "dpif-netdev - x",
+                          by_design.key, by_design, "OVS 4.0.0").replace("\n  ", " ")
+    assert "Proposed fix" not in text and "A fix could" in text
+    assert "may keep by design" in text and "Why: Linux's kernel datapath" in text
+
+
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(cli.REPO / "bench" / "export_at_check.sh"), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_export_at_check_bad_input_is_one_line_and_exit_code_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The check script, --fixes or not: a bad tree, a copy configured elsewhere, a
+    fix that does not apply to the tree given, each one line and exit code 2."""
+    for args in (["--fixes"], ["--fixes", str(tmp_path / "none")], [str(tmp_path)],
+                 ["--bogus", str(tmp_path)]):
+        proc = _script(*args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (args, proc.stderr)
+    (tmp_path / "tests").mkdir()
+    for name in ("dpif-netdev.at", "testsuite.at"):
+        (tmp_path / "tests" / name).write_text("")
+    (tmp_path / "Makefile").write_text("abs_top_builddir = /elsewhere\n")
+    proc = _script(str(tmp_path))
+    assert proc.returncode == 2 and "configured as /elsewhere" in proc.stderr
+    (tmp_path / "Makefile").write_text(f"abs_top_builddir = {tmp_path.resolve()}\n")
+    exported = tmp_path / "ipv4-header-only-csum.at"
+    exported.write_text("AT_SETUP([x])\nAT_CLEANUP\n")
+    proc = _script("--fixes", str(tmp_path), str(exported))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "ipv4-header-only-csum.patch does not apply" in proc.stderr
