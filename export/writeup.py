@@ -193,8 +193,10 @@ def trigger(bug: OvsBug) -> str:
 
 
 def _para(label: str, text: str) -> list[str]:
+    """A labelled paragraph; a word longer than a line (a node id, a path) stays
+    whole on a line of its own, so that it can be searched for and copied."""
     return [label, *textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="  ",
-                                  break_on_hyphens=False), ""]
+                                  break_on_hyphens=False, break_long_words=False), ""]
 
 
 def _hex_block(data: str) -> list[str]:

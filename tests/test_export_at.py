@@ -198,6 +198,19 @@ def test_writeup_states_class_severity_and_real_port_trigger() -> None:
     assert "latent" in text and "None: no real port" in text and "security" not in text
 
 
+def test_writeup_keeps_node_ids_whole() -> None:
+    """The case that proves a real-port trigger, and the exported case, each on
+    one line: a reader searches for them and copies them."""
+    bug = bugs.TSO_SHORT_TUNNEL_ASSERT
+    case = _case(bug.key, "xfailed")
+    case.nodeid = "cases/test_tso.py::test_tso_edges_tunnel[geneve-ul4-csum_on-in4-400B-PA-tx_none]"
+    lines = writeup.render(case, "t.at", "dpif-netdev - x", bug.key, bug, "OVS 4.0.0").splitlines()
+    ids = [p.case for p in bug.real_ports if p.case] + [case.nodeid]
+    assert len(ids) == 2 and all(len(i) > writeup.WIDTH - 4 for i in ids)  # longer than a line
+    for nodeid in ids:
+        assert any(nodeid in line for line in lines), nodeid
+
+
 def test_minimal_case_is_the_smallest_frame_that_xfails_on_the_bug() -> None:
     key = bugs.GRE_CSUM_AT_PUSH.key
 
