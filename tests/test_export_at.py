@@ -223,6 +223,13 @@ def test_minimal_case_is_the_smallest_frame_that_xfails_on_the_bug() -> None:
     chosen = cli.minimal(cases, bugs.GRE_CSUM_AT_PUSH)
     assert chosen is not None and chosen.nodeid == "d"
     assert cli.minimal(cases[1:3], bugs.GRE_CSUM_AT_PUSH) is None
+    # A smaller frame that also shows another known bug loses: one fix must
+    # turn the exported test green.
+    both = case("f", 50)
+    both.steps[0].bugs[bugs.IPV4_HEADER_ONLY.key] = "present"
+    chosen = cli.minimal([*cases, both], bugs.GRE_CSUM_AT_PUSH)
+    assert chosen is not None and chosen.nodeid == "d"
+    assert cli.minimal([both], bugs.GRE_CSUM_AT_PUSH) is both  # when no other shows it
 
 
 @pytest.mark.parametrize("given", ["no-such-bug", "cases/test_nothing_here.py::test_x",
