@@ -5,8 +5,9 @@ datapath/model/bugs.py.  For a node id the case is run (with
 --report-all-cases, so even a passing case keeps its transcript) and its record
 is exported.  For a bug key, the bug's candidate cases are run and, among the
 ids that xfail on exactly that bug, the one with the smallest frame is
-exported (first among those that show no other known bug).  `--results FILE` (a results.json, repeatable) chooses from an
-earlier run instead, without running anything (missing node ids are run).
+exported (first among those that show no other known bug).  `--results FILE`
+(a results.json, repeatable) chooses from an earlier run instead, without
+running anything (missing node ids are run).
 
 Each export writes DIR/NAME.at (the Autotest test) and DIR/NAME.txt (the
 report).  Exit status: 0 all exported; 1 a bug showed in no case (fixed in
