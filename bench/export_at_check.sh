@@ -109,13 +109,16 @@ failure() {
     awk '/^[^ ]*\.at:[0-9]+: / && !/exit code was/ { cmd = $0 }
          /^--- / { if (!started) print "    " cmd; started = 1; next }
          /^\+\+\+ |^@@ / { next }
-         started && /^-/ { minus = substr($0, 2); print "    expected: " cut(minus); next }
+         started && /^-/ { minus[++m] = substr($0, 2); print "    expected: " cut(minus[m]); next }
          started && /^\+/ { plus = substr($0, 2); print "    actual:   " cut(plus)
-             if (minus != "" && plus ~ /^[0-9a-f]+$/) {
-                 for (i = 1; substr(minus, i, 1) == substr(plus, i, 1); i++) ;
+             # The k-th frame sent against the k-th expected (diff lists the
+             # removed lines of a hunk before the added ones).
+             want = minus[++p]
+             if (want != "" && plus ~ /^[0-9a-f]+$/) {
+                 for (i = 1; substr(want, i, 1) == substr(plus, i, 1); i++) ;
                  at = i - (i - 1) % 2
                  print "    first difference at byte " int((i - 1) / 2) ": expected " \
-                     substr(minus, at, 4) ", got " substr(plus, at, 4)
+                     substr(want, at, 4) ", got " substr(plus, at, 4)
              }
              next }
          started && /exit code was/ { print "    " $0 }

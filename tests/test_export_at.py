@@ -335,3 +335,21 @@ def test_export_at_check_bad_input_is_one_line_and_exit_code_2(tmp_path) -> None
     proc = _script("--fixes", str(tmp_path), str(exported))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "ipv4-header-only-csum.patch does not apply" in proc.stderr
+
+
+def test_a_bug_whose_step_cannot_be_exported_is_not_exported(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A step whose frames are not in a hex netdev-dummy/receive (e.g. a flow
+    string) is left out of the test; when that is the step that shows the bug,
+    the test would pass on the buggy OVS: no files, exit status 1, one line."""
+    from harness.records import RunRecord
+    case = _case(bugs.GRE_CSUM_AT_PUSH.key, "xfailed")
+    case.commands = [c for c in case.commands if c.argv[1:2] != ["netdev-dummy/receive"]]
+    assert at.render(case, "t", ["k"]).skipped == ["rx_ip_good tx_none"]
+    results = tmp_path / "results.json"
+    RunRecord("2026-01-01T00:00:00", 1.0, "host", "dummy", {"ovs": "4.0.0"}, [case]).dump(
+        str(results))
+    out = tmp_path / "out"
+    assert cli.main(["gre-csum-at-push", "--results", str(results), "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot be exported" in err and "gre-csum-at-push" in err
+    assert not (out / "gre-csum-at-push.at").exists()
