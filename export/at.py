@@ -52,6 +52,7 @@ class Exported:
     keywords: list[str]
     text: str
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # titles of steps not exported
     frame_files: dict[str, str] = field(default_factory=dict)  # AT_DATA name -> hex
 
 
@@ -215,6 +216,7 @@ def render(case: CaseRecord, title: str, keywords: list[str]) -> Exported:
         body.append(at_check(wrapped(shell_words([tool, *rest]), 20), command.rc,
                              command.stdout, command.stderr))
     for step in pending:
+        result.skipped.append(step.title)
         result.warnings.append(f"step {step.title!r}: its frames were not found in a "
                                "netdev-dummy/receive of the transcript; not exported")
     if not case.steps:

@@ -1,20 +1,27 @@
 """The plain-text report next to an exported test: what is wrong, the minimal
-frame, where in OVS, the rule broken, expected against actual, how to run it.
+frame, where in OVS, the rule broken, its class, severity, real-port trigger
+and root-cause group, expected against actual, how to run it, and the fix of
+its group where export/fixes/ has one.
 
 The rule each known bug breaks is written here, from the RFCs and OVS's own
-documentation (the model's sources), not from OVS's code.
+documentation (the model's sources), not from OVS's code.  The fixes are ours,
+written from a reading of OVS's sources.
 """
 from __future__ import annotations
 
 import re
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 from datapath.model.bugs import OvsBug
 from export.frames import scapy_line, split_hex
 from harness.records import CaseRecord, Step
 
 WIDTH = 78
+# The fixes this project proposes, one patch per root-cause group (bugs.py),
+# each with a `Fixes: KEY...` line naming the entries it cures.
+FIXES = Path(__file__).resolve().parent / "fixes"
 
 
 @dataclass(frozen=True)
@@ -188,8 +195,10 @@ def trigger(bug: OvsBug) -> str:
 
 
 def _para(label: str, text: str) -> list[str]:
+    """A labelled paragraph; a word longer than a line (a node id, a path) stays
+    whole on a line of its own, so that it can be searched for and copied."""
     return [label, *textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="  ",
-                                  break_on_hyphens=False), ""]
+                                  break_on_hyphens=False, break_long_words=False), ""]
 
 
 def _hex_block(data: str) -> list[str]:
@@ -279,8 +288,27 @@ def render(case: CaseRecord, at_name: str, title: str, keyword: str,
         where = ("at `ovs-appctl version` right after the packet: ovs-vswitchd is gone"
                  if bug.crash else f"at the `tail -n` check of {step.tx_port if step else 'the'}"
                  " pcap: the diff shows the model's line (-) against the frame OVS sent (+)")
+        patch = fix_patch(bug)
+        fix = (f"The fix below (ovs-dpif-pytest's {patch[0]}, one for the root-cause group "
+               f"{bug.root_cause}) makes it pass; `bash bench/export_at_check.sh --fixes "
+               "TREE` runs it on a build of TREE without and with the fix." if patch else
+               f"A fix could {rule_for(bug).fix_hint or 'follow the rule above'}.")
         out += _para("What the test shows",
                      f"On OVS {', '.join(bug.seen_in)} it fails {where}.  On a build "
-                     "where the bug is fixed it passes.  A fix could "
-                     f"{rule_for(bug).fix_hint or 'follow the rule above'}.")
+                     f"where the bug is fixed it passes.  {fix}")
+        if patch:
+            out += ["Proposed fix", "", patch[1].rstrip(), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def fix_patch(bug: OvsBug) -> tuple[str, str] | None:
+    """The fix of the bug's root-cause group, (its path in this checkout, its text),
+    if export/fixes/ has one whose Fixes: line names the bug."""
+    path = FIXES / f"{bug.root_cause}.patch"
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    names = re.search(r"^Fixes:(.*)$", text, re.MULTILINE)
+    if names is None or bug.key not in names.group(1).split():
+        return None
+    return f"{FIXES.parent.name}/{FIXES.name}/{path.name}", text

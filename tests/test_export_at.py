@@ -10,6 +10,7 @@ exported tests in upstream's own testsuite.)
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 from scapy.layers.inet import ICMP, IP
@@ -197,6 +198,19 @@ def test_writeup_states_class_severity_and_real_port_trigger() -> None:
     assert "latent" in text and "None: no real port" in text and "security" not in text
 
 
+def test_writeup_keeps_node_ids_whole() -> None:
+    """The case that proves a real-port trigger, and the exported case, each on
+    one line: a reader searches for them and copies them."""
+    bug = bugs.TSO_SHORT_TUNNEL_ASSERT
+    case = _case(bug.key, "xfailed")
+    case.nodeid = "cases/test_tso.py::test_tso_edges_tunnel[geneve-ul4-csum_on-in4-400B-PA-tx_none]"
+    lines = writeup.render(case, "t.at", "dpif-netdev - x", bug.key, bug, "OVS 4.0.0").splitlines()
+    ids = [p.case for p in bug.real_ports if p.case] + [case.nodeid]
+    assert len(ids) == 2 and all(len(i) > writeup.WIDTH - 4 for i in ids)  # longer than a line
+    for nodeid in ids:
+        assert any(nodeid in line for line in lines), nodeid
+
+
 def test_minimal_case_is_the_smallest_frame_that_xfails_on_the_bug() -> None:
     key = bugs.GRE_CSUM_AT_PUSH.key
 
@@ -209,6 +223,13 @@ def test_minimal_case_is_the_smallest_frame_that_xfails_on_the_bug() -> None:
     chosen = cli.minimal(cases, bugs.GRE_CSUM_AT_PUSH)
     assert chosen is not None and chosen.nodeid == "d"
     assert cli.minimal(cases[1:3], bugs.GRE_CSUM_AT_PUSH) is None
+    # A smaller frame that also shows another known bug loses: one fix must
+    # turn the exported test green.
+    both = case("f", 50)
+    both.steps[0].bugs[bugs.IPV4_HEADER_ONLY.key] = "present"
+    chosen = cli.minimal([*cases, both], bugs.GRE_CSUM_AT_PUSH)
+    assert chosen is not None and chosen.nodeid == "d"
+    assert cli.minimal([both], bugs.GRE_CSUM_AT_PUSH) is both  # when no other shows it
 
 
 @pytest.mark.parametrize("given", ["no-such-bug", "cases/test_nothing_here.py::test_x",
@@ -244,3 +265,91 @@ def test_a_bug_key_exports_its_minimal_case_from_results(tmp_path, capsys) -> No
 def test_launcher_runs_export_inside_the_runtime() -> None:
     from harness.launcher import inner_args
     assert inner_args("export-at", ["gre-csum-at-push"]) == ["-m", "export", "gre-csum-at-push"]
+
+
+def _fixes_line(text: str) -> list[str]:
+    match = re.search(r"^Fixes:(.*)$", text, re.MULTILINE)
+    assert match, "a fix without a Fixes: line"
+    return match.group(1).split()
+
+
+def test_every_bug_group_has_one_fix_naming_exactly_its_entries() -> None:
+    """export/fixes/GROUP.patch: one per root-cause group that holds a bug, its
+    Fixes: line the group's entries, a plain -p1 diff of OVS sources."""
+    groups: dict[str, set[str]] = {}
+    for bug in bugs.ALL:
+        groups.setdefault(bug.root_cause, set()).add(bug.key)
+    with_bug = {b.root_cause for b in bugs.ALL if b.cls == "bug"}
+    patches = {p.stem: p.read_text() for p in writeup.FIXES.glob("*.patch")}
+    assert with_bug <= set(patches), with_bug - set(patches)
+    assert set(patches) <= set(groups), set(patches) - set(groups)  # no fix of no group
+    for group, text in patches.items():
+        assert set(_fixes_line(text)) == groups[group], group
+        heads = re.findall(r"^(---|\+\+\+) (\S+)(.*)$", text, re.MULTILINE)
+        assert heads and all(rest == "" for _, _, rest in heads), group  # no timestamps
+        assert {side for side, _, _ in heads} == {"---", "+++"}
+        assert all(re.match(r"[ab]/(lib|ofproto|vswitchd)/", path) for _, path, _ in heads)
+        assert re.search(r"^@@ ", text, re.MULTILINE)
+
+
+def test_writeup_carries_its_groups_fix_and_class_severity_group() -> None:
+    bug = bugs.TSO_EMPTY_TUNNEL_CSUM
+    text = writeup.render(_case(bug.key, "xfailed"), "t.at", "dpif-netdev - x", bug.key, bug,
+                          "OVS 4.0.0")
+    flat = text.replace("\n  ", " ")
+    assert "severity: corrupts data on the wire" in flat and "a bug;" in flat
+    assert "root-cause group tso-segsz-unsegmented" in flat
+    assert "export/fixes/tso-segsz-unsegmented.patch" in flat
+    patch = (writeup.FIXES / "tso-segsz-unsegmented.patch").read_text()
+    fix = text[text.index("Proposed fix\n"):]
+    assert patch.rstrip() in fix  # verbatim, so that it applies as it is
+    assert "A fix could" not in flat
+    by_design = bugs.GRE_SEQ_SHARED
+    text = writeup.render(_case(by_design.key, "xfailed"), "t.at", "dpif-netdev - x",
+                          by_design.key, by_design, "OVS 4.0.0").replace("\n  ", " ")
+    assert "Proposed fix" not in text and "A fix could" in text
+    assert "may keep by design" in text and "Why: Linux's kernel datapath" in text
+
+
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(cli.REPO / "bench" / "export_at_check.sh"), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_export_at_check_bad_input_is_one_line_and_exit_code_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The check script, --fixes or not: a bad tree, a copy configured elsewhere, a
+    fix that does not apply to the tree given, each one line and exit code 2."""
+    for args in (["--fixes"], ["--fixes", str(tmp_path / "none")], [str(tmp_path)],
+                 ["--bogus", str(tmp_path)]):
+        proc = _script(*args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (args, proc.stderr)
+    (tmp_path / "tests").mkdir()
+    for name in ("dpif-netdev.at", "testsuite.at"):
+        (tmp_path / "tests" / name).write_text("")
+    (tmp_path / "Makefile").write_text("abs_top_builddir = /elsewhere\n")
+    proc = _script(str(tmp_path))
+    assert proc.returncode == 2 and "configured as /elsewhere" in proc.stderr
+    (tmp_path / "Makefile").write_text(f"abs_top_builddir = {tmp_path.resolve()}\n")
+    exported = tmp_path / "ipv4-header-only-csum.at"
+    exported.write_text("AT_SETUP([x])\nAT_CLEANUP\n")
+    proc = _script("--fixes", str(tmp_path), str(exported))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "ipv4-header-only-csum.patch does not apply" in proc.stderr
+
+
+def test_a_bug_whose_step_cannot_be_exported_is_not_exported(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A step whose frames are not in a hex netdev-dummy/receive (e.g. a flow
+    string) is left out of the test; when that is the step that shows the bug,
+    the test would pass on the buggy OVS: no files, exit status 1, one line."""
+    from harness.records import RunRecord
+    case = _case(bugs.GRE_CSUM_AT_PUSH.key, "xfailed")
+    case.commands = [c for c in case.commands if c.argv[1:2] != ["netdev-dummy/receive"]]
+    assert at.render(case, "t", ["k"]).skipped == ["rx_ip_good tx_none"]
+    results = tmp_path / "results.json"
+    RunRecord("2026-01-01T00:00:00", 1.0, "host", "dummy", {"ovs": "4.0.0"}, [case]).dump(
+        str(results))
+    out = tmp_path / "out"
+    assert cli.main(["gre-csum-at-push", "--results", str(results), "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot be exported" in err and "gre-csum-at-push" in err
+    assert not (out / "gre-csum-at-push.at").exists()
