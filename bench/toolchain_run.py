@@ -25,6 +25,7 @@ from harness.runtime import LaunchError  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
+    """Run COMMAND in DIR inside the toolchain root; 2 on bad usage or a launch error."""
     if len(argv) < 3 or argv[1] != "--" or not Path(argv[0]).is_dir():
         print("usage: python3 bench/toolchain_run.py DIR -- COMMAND [ARG...] (DIR: an existing "
               "directory)", file=sys.stderr)
