@@ -16,11 +16,11 @@ from datapath.backends.netns import ethtool_features
 from datapath.backends.offload_check import (check_dpdk, check_kernel, check_vhost,
                                              driver_tx_capabilities)
 from datapath.backends.testpmd import TestPmdError
-from datapath.backends.vhost import (Guest, GuestInjector, VhostUserClientPort,
-                                     short_socket_path)
+from datapath.backends.vhost import GuestInjector
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from fixtures.frames import ETH_DST, ETH_SRC, compose, with_l4_csum
+from fixtures.frames import compose, with_l4_csum
+from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
 from datapath.expect import send_and_expect
 from harness.wait import wait_until
@@ -134,33 +134,6 @@ def test_dpdk_net_pcap_forward(real_env: Callable[..., RealEnv], request: pytest
 # vhost-user with dpdk-testpmd as the guest
 
 
-def _vhost_bench(env, frames: list[bytes]):  # type: ignore[no-untyped-def]
-    """br1: v1 (dpdkvhostuserclient, testpmd behind it) and p2 (net_pcap).
-
-    testpmd is the vhost-user server: it is started first, OVS's client port is
-    added once the socket exists, and testpmd's prompt comes once OVS connected."""
-    sb = env.sb
-    tap.add_bridge(sb, "br1")
-    sock, remove = short_socket_path("v1")
-    env.cleanup.defer("remove the vhost-user socket", remove)
-    # The csum engine writes the port's MAC as source and the peer MAC as
-    # destination: make them the frames' own, so that only checksums change.
-    guest = Guest(sb.rundir / "guest", sock, frames, log=sb.rundir / "testpmd.log",
-                  mac=ETH_SRC)
-    env.cleanup.defer("quit testpmd", guest.pmd.quit)
-    guest.pmd.spawn()
-    wait_until(lambda: sock.exists() or not guest.pmd.alive(), 30,
-               what="testpmd to create the vhost-user socket")
-    sb.allow_log(r"VHOST_CONFIG: \(\S+\) failed to connect")  # if OVS was quicker
-    v1 = VhostUserClientPort(sb, "br1", "v1", 1, sock)
-    p2 = dpdk.DpdkPcapPort(sb, "br1", "p2", 2)
-    env.cleanup.defer("close p2", p2.close)
-    guest.pmd.wait_ready()
-    v1.wait_connected()
-    guest.pmd.set_peer_mac(0, ETH_DST)
-    return v1, p2, guest
-
-
 @pytest.mark.parametrize("engine", ["io", "csum"])
 def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest,
                             engine: str) -> None:
@@ -176,7 +149,7 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     # One flow: OVS may reorder frames of different flows within one rx batch.
     frames = [compose("tcp", 4), with_l4_csum(compose("tcp", 4), 0xBEEF)]
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, frames)
+    v1, p2, guest = vhost_guest_ports(env, frames)
     pmd = guest.pmd
     rx = RxFlags()
     if engine == "csum":
@@ -221,7 +194,7 @@ def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.Fi
     no flags, incremental update), the guest's rx counter, and that the OVS
     port's negotiated offloads are in its status."""
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, [])
+    v1, p2, guest = vhost_guest_ports(env, [])
     pmd = guest.pmd
     for key in STATUS_OFFLOAD_KEYS:
         assert key in v1.status, v1.status

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from cases.test_backends import _vhost_bench
-from cases.test_tso import reassembled, tcp_payload
 from datapath import model
 from datapath.model import gso
 from datapath.backends.vhost import GuestInjector
 from datapath.model.actions import output
 from datapath.offloads import CsumState, RxFlags
-from fixtures.frames import tso_frame
+from fixtures.frames import reassembled, tcp_payload, tso_frame
+from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
 from datapath.expect import send_and_expect
 from reports.plugin import record_for
@@ -46,7 +45,7 @@ def test_vhost_guest_tso_to_net_pcap(real_env: Callable[..., RealEnv], request: 
     frame = tso_frame(ipv, 2000)
     env = real_env("dpdk", tso=True)
     env.sb.allow_log(*LOG_ALLOW)
-    v1, p2, guest = _vhost_bench(env, [frame])
+    v1, p2, guest = vhost_guest_ports(env, [frame])
     pmd = guest.pmd
     pmd.stop_port(0)
     for layer in ("tcp", "udp"):  # virtio has no IPv4 header checksum offload

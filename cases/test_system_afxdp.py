@@ -16,11 +16,12 @@ import pytest
 from datapath import model
 from datapath.backends import afxdp
 from datapath.backends.env import RealEnv
+from datapath.backends.native_tunnel import Sniffer
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, with_ip_csum_flipped, with_l4_csum
-from fixtures.upstream_system import (LogWatch, PathCheck, Sniffer, add_veth, check_path,
-                                      format_ping, icmp_echo, run_in)
+from fixtures.upstream_system import (LogWatch, PathCheck, add_veth, check_path, format_ping,
+                                      icmp_echo, run_in)
 from harness.control import check
 from datapath.expect import send_and_expect
 from harness.wait import WaitTimeout, wait_until
@@ -125,8 +126,8 @@ def test_ping_between_pmd_and_non_pmd_ports(real_env: Callable[..., RealEnv],
         "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n", ping.stdout
 
     def seen() -> bool:
-        at0.poll()
-        at1.poll()
+        at0.read()
+        at1.read()
         return (len(icmp_echo(at1.received, "request")) >= 3
                 and len(icmp_echo(at0.received, "reply")) >= 3)
     wait_until(seen, 5, what="the captures to hold 3 requests and 3 replies")

@@ -16,17 +16,11 @@ import re
 
 import pytest
 
-from fixtures.system_dpdk import (FILE, NEEDS_NIC, OvsDpdk, ovs_dpdk,  # noqa: F401
-                                  skip_without_cpus)
+from fixtures.system_dpdk import (NEEDS_NIC, VHOST_CLIENT_ALLOW, OvsDpdk, skip_without_cpus,
+                                  upstream)
 from harness.control import check
 from harness.wait import settled
 from collections.abc import Callable
-
-VHOST_CLIENT_ALLOW = r"VHOST_CONFIG: \(.*dpdkvhostclient0\) failed to connect: No such file or directory"
-
-
-def upstream(title: str, **kw: str) -> pytest.MarkDecorator:
-    return pytest.mark.upstream(title, file=FILE, **kw)
 
 
 def eal_args(ovs: OvsDpdk) -> list[str]:

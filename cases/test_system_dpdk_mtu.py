@@ -12,8 +12,7 @@ import re
 
 import pytest
 
-from cases.test_system_dpdk import VHOST_CLIENT_ALLOW, upstream
-from fixtures.system_dpdk import OvsDpdk, ovs_dpdk  # noqa: F401
+from fixtures.system_dpdk import VHOST_CLIENT_ALLOW, OvsDpdk, upstream
 from harness.control import check
 from harness.wait import settled
 from collections.abc import Callable

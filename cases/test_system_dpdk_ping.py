@@ -19,13 +19,14 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
 from datapath import model
+from datapath.backends.native_tunnel import Sniffer
 from datapath.backends.netns import Netns, link_mac, mac_text
 from datapath.model.actions import PushTunnel, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
-from fixtures.system_dpdk import FILE, OvsDpdk, lcores_for, ovs_dpdk  # noqa: F401
-from fixtures.upstream_system import (PathCheck, Sniffer, add_veth, check_path, enable_ipv6,
-                                      format_ping, icmp_echo, run_in)
+from fixtures.system_dpdk import FILE, OvsDpdk, lcores_for
+from fixtures.upstream_system import (PathCheck, add_veth, check_path, enable_ipv6, format_ping,
+                                      icmp_echo, run_in)
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
 from harness.wait import wait_until
@@ -67,8 +68,8 @@ def ping_both_ways(ovs: OvsDpdk, request: pytest.FixtureRequest, ns1: Netns, ns2
         f"{count} packets transmitted, {count} received, 0% packet loss"), ping.stdout
 
     def seen() -> bool:
-        tap0.poll()
-        tap1.poll()
+        tap0.read()
+        tap1.read()
         return (len(icmp_echo(tap1.received, "request")) >= count
                 and len(icmp_echo(tap0.received, "reply")) >= count)
     wait_until(seen, 10, what=f"{count} requests at tap1 and {count} replies at tap0")
@@ -280,8 +281,8 @@ def test_headroom_expansion(ovs_dpdk: Callable[..., OvsDpdk], request: pytest.Fi
         "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n", ping.stdout
 
     def seen() -> bool:
-        p0.poll()
-        p2.poll()
+        p0.read()
+        p2.read()
         return len(double_vxlan_replies(p0.received)) >= 3
     wait_until(seen, 10, what="3 doubly encapsulated replies on p0")
     check_double_push(ovs, request, ns0, p2, p0)

@@ -15,15 +15,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from scapy.layers.inet import TCP
-from scapy.layers.l2 import Ether
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
 from datapath.model import gso
 from datapath.model.actions import PushTunnel, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from fixtures.frames import tso_frame
+from fixtures.frames import reassembled, tcp_payload, tso_frame
 from fixtures.tunnel import (FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, csum_id,
                              fallback_spec, spec)
 from harness.control import check
@@ -33,19 +31,6 @@ from harness.sandbox import Sandbox
 from harness.tshark import Tshark
 
 TSO = pytest.mark.sandbox(other_config={"userspace-tso-enable": "true"})
-
-
-def reassembled(frames: list[bytes], sent: bytes) -> bytes:
-    """The TCP payload of the captured segments put back together, ordered by
-    sequence number relative to the sent frame's (so a wrapping seq is fine)."""
-    base = Ether(sent)[TCP].seq
-    segs = sorted(((Ether(f)[TCP].seq - base) % 2**32, bytes(Ether(f)[TCP].payload))
-                  for f in frames)
-    return b"".join(data for _, data in segs)
-
-
-def tcp_payload(frame: bytes) -> bytes:
-    return bytes(Ether(frame)[TCP].payload)
 
 
 @TSO

@@ -19,7 +19,7 @@ from datapath.model.neigh import arp_packet, arp_request
 from datapath.model.packet import Packet, with_vlan
 from datapath.model.tunnel import TunnelSpec
 from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, arp_reply
-from cases.pushpop_action import (check_decap, check_geneve_controller, check_l3gre_echo,
+from fixtures.pushpop_action import (check_decap, check_geneve_controller, check_l3gre_echo,
                                   check_ports_and_traces, check_tunnel_learning)
 
 FILE = "tunnel-push-pop.at"

@@ -36,17 +36,16 @@ from collections.abc import Callable
 
 import pytest
 
-from cases.test_backends import _vhost_bench
 from datapath import model
 from datapath.backends import dpdk, tap
 from datapath.backends.env import RealEnv
 from datapath.backends.vhost import Guest, VhostUserClientPort, short_socket_path
 from datapath.model.actions import output
-from cases.test_tso import reassembled, tcp_payload
 from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, OvsBug
 from datapath.offloads import CsumState, RxFlags
-from fixtures.frames import ETH_DST, ETH_SRC, compose, tso_frame
+from fixtures.frames import ETH_DST, ETH_SRC, compose, reassembled, tcp_payload, tso_frame
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY
+from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
 from harness.records import Step
 from harness.wait import WaitTimeout, wait_until
@@ -157,7 +156,7 @@ def test_guest_tcp_short_data_offset(real_env: Callable[..., RealEnv],
     segment (RFC 9293 3.1), as the model computes."""
     frame = with_data_offset(compose("tcp", 4, payload=bytes(range(20))), doff)
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, [frame])
+    v1, p2, guest = vhost_guest_ports(env, [frame])
     guest_csum_port(guest, v1)
     check(env.sb.ofctl("add-flow", "br1", "in_port=1,ip,nw_dst=192.168.123.1,actions=output:2"))
     expected = model.forward(frame, [output("p2")], p2.tx, RxFlags(l4=CsumState.PARTIAL))

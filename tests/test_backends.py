@@ -292,7 +292,7 @@ def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
     port, a background testpmd): after close() their namespaces, processes,
     bpffs mounts and files are gone, and /dev/shm is as before."""
     from datapath.backends import afxdp, dpdk, tap
-    from fixtures.system_dpdk import Testpmd
+    from fixtures.system_dpdk import BackgroundTestPmd
     built = [b for b in ("afxdp", "dpdk") if unavailable(b, ovs_install) is None]
     if not built:
         pytest.skip(f"afxdp: {unavailable('afxdp', ovs_install)}; "
@@ -312,8 +312,8 @@ def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
                                         env.peer(f"p{n}")))
         else:
             env.own(dpdk.DpdkTapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
-            pmd = Testpmd(env.sb.rundir, env.switch_ns, ["--vdev=net_null0", "-l", "0-1"], [],
-                          env.sb.transcript)
+            pmd = BackgroundTestPmd(env.sb.rundir, env.switch_ns,
+                                    ["--vdev=net_null0", "-l", "0-1"], [], env.sb.transcript)
             env.cleanup.defer("stop testpmd", lambda pmd=pmd: None if pmd.stop() else None)
             procs.append(pmd.proc)
         names = {env.switch_ns.name, *(n.name for n in env.peers.values())}

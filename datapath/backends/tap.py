@@ -22,15 +22,12 @@ from __future__ import annotations
 from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, datapath_rx_packets,
                                       interface_status, tx_from_status)
 from datapath.backends.netns import (KernelSide, Netns, ethtool_features, l4_offsets, link_mac)
+from datapath.backends.offload_check import OffloadMismatch
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
 from harness.sandbox import Sandbox, SandboxOptions
 
 NAME = "tap"
-
-
-class OffloadMismatch(AssertionError):
-    """OVS's Interface status and the kernel's ethtool features disagree."""
 LOG_ALLOW = MOVED_DEVICE_LOG
 
 
