@@ -4,4 +4,4 @@ pytest_plugins = ["reports.plugin", "fixtures.plugin", "fixtures.shard", "fixtur
                   "fixtures.pushpop", "fixtures.lifecycle", "fixtures.backends",
                   "fixtures.real_ports", "fixtures.system_traffic",
                   "fixtures.plain_bench", "fixtures.explore", "fixtures.system_dpdk",
-                  "fixtures.dpdk_tunnel", "perf.plugin"]
+                  "fixtures.dpdk_tunnel", "fixtures.requires", "perf.plugin"]

@@ -34,6 +34,7 @@ STATUS_OFFLOAD_KEYS = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum
                        "tx_tcp_seg_offload")
 
 
+@pytest.mark.requires(backend="tap")
 @pytest.mark.parametrize("tso", TSO)
 def test_tap_port_offloads_follow_userspace_tso(real_env: Callable[..., RealEnv], tso: bool) -> None:
     """A tap port: OVS asks the kernel (TUNSETOFFLOAD) for checksum offload always
@@ -61,6 +62,7 @@ def test_tap_port_offloads_follow_userspace_tso(real_env: Callable[..., RealEnv]
             assert port.status[key] == ("true" if granted else "false"), (key, port.status)
 
 
+@pytest.mark.requires(backend="tap")
 @pytest.mark.parametrize("tso", TSO)
 @pytest.mark.parametrize("csum", [False, True], ids=["tx_off", "tx_on"])
 def test_veth_port_offloads_follow_ethtool(real_env: Callable[..., RealEnv], tso: bool, csum: bool) -> None:
@@ -81,6 +83,7 @@ def test_veth_port_offloads_follow_ethtool(real_env: Callable[..., RealEnv], tso
     check_kernel(port.name, port.status, feats, userspace_tso=tso)
 
 
+@pytest.mark.requires(backend="dpdk")
 @pytest.mark.parametrize("tso", TSO)
 def test_dpdk_net_tap_offloads(real_env: Callable[..., RealEnv], tso: bool) -> None:
     """A dpdk port on a net_tap vdev (n_rxq=2: net_tap needs as many rx as tx queues).
@@ -104,6 +107,7 @@ def test_dpdk_net_tap_offloads(real_env: Callable[..., RealEnv], tso: bool) -> N
     assert "p1" in env.peer("p1").links()
 
 
+@pytest.mark.requires(backend="dpdk")
 def test_dpdk_net_pcap_forward(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest) -> None:
     """Frames in and out through pcap files: p1 and p2 are net_pcap ports, and a
     flow rewrites the TCP/UDP destination port on the way.
@@ -134,6 +138,7 @@ def test_dpdk_net_pcap_forward(real_env: Callable[..., RealEnv], request: pytest
 # vhost-user with dpdk-testpmd as the guest
 
 
+@pytest.mark.requires(backend="dpdk")
 @pytest.mark.parametrize("engine", ["io", "csum"])
 def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest,
                             engine: str) -> None:
@@ -186,6 +191,7 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     pmd.stop_forwarding()
 
 
+@pytest.mark.requires(backend="dpdk")
 def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest) -> None:
     """OVS sends to a dpdkvhostuserclient port; testpmd (io engine) writes what
     its virtio-user port receives to a pcap file.

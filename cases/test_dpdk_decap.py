@@ -25,6 +25,8 @@ from fixtures.frames import corrupt_outer, encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, UNDERLAY, csum_id, inner_frame, rewrite, spec
 from datapath.expect import send_and_expect
 
+pytestmark = pytest.mark.requires(backend="dpdk")
+
 FRAMES = ["good_frame", "bad_outer_ip", "bad_outer_csum", "bad_inner"]
 # Inner IPv4 TCP rewritten by mod_nw_dst, inner IPv6 UDP by mod_tp_dst.
 INNERS = {"in4": "tcp", "in6": "udp"}

@@ -26,6 +26,8 @@ from reports.plugin import record_for
 from collections.abc import Callable
 from datapath.backends.env import RealEnv
 
+pytestmark = pytest.mark.requires(backend="dpdk")
+
 SEGSZ = 500
 # Environment facts: this guest negotiates no guest TSO, net_pcap has no TSO.
 LOG_ALLOW = (r"netdev_dpdk\|WARN\|v1: Tx TSO offload is not supported",

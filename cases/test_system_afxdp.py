@@ -28,6 +28,8 @@ from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
 from collections.abc import Callable
 
+pytestmark = pytest.mark.requires(backend="afxdp")
+
 FILE = "system-afxdp.at"
 # _ADD_BR of the userspace macros.
 ADD_BR = ["datapath_type=netdev",

@@ -22,6 +22,8 @@ from harness.control import check
 from harness.wait import settled
 from collections.abc import Callable
 
+pytestmark = pytest.mark.requires(backend="dpdk")
+
 
 def eal_args(ovs: OvsDpdk) -> list[str]:
     """The EAL arguments OVS logged ("EAL ARGS: ovs-vswitchd ARG ...")."""

@@ -17,6 +17,8 @@ from harness.control import check
 from harness.wait import settled
 from collections.abc import Callable
 
+pytestmark = pytest.mark.requires(backend="dpdk")
+
 
 def vhost_guest(ovs: OvsDpdk, mtu_request: int | None = None):  # type: ignore[no-untyped-def]
     """br10 + dpdkvhostuserclient0 (+ mtu_request), then testpmd as its server."""

@@ -34,6 +34,8 @@ from reports.plugin import record_for
 from harness.records import Step
 from collections.abc import Callable
 
+pytestmark = pytest.mark.requires(backend="dpdk")
+
 
 def dpdk_veth(ovs: OvsDpdk, name: str, ns: Netns, bridge: str, addr: str) -> None:
     """ADD_VETH of system-dpdk-macros.at: the OVS end is a DPDK net_af_xdp port."""
@@ -232,6 +234,7 @@ def udp_sports(frame: bytes) -> tuple[int, int]:
 
 
 @pytest.mark.upstream("OVS-DPDK - headroom expansion", file=FILE, since="4.0")
+@pytest.mark.requires(kernel="vxlan6")
 def test_headroom_expansion(ovs_dpdk: Callable[..., OvsDpdk], request: pytest.FixtureRequest) -> None:
     """at_ns1's replies to at_ns0 enter OVS on p2 and leave p0 inside two IPv6
     VXLAN headers (140 bytes, more than DPDK's 128-byte mbuf headroom), so OVS

@@ -45,6 +45,8 @@ from harness.records import Step
 from harness.wait import WaitTimeout, settled, wait_until
 from reports.plugin import record_for
 
+pytestmark = pytest.mark.requires(backend="tap")
+
 TITLE = "datapath - truncate and output to gre tunnel by simulated packets"
 UNDERLAY_MAC, NS0_MAC = "02:90:8c:a8:a1:49", "fa:ad:fa:25:05:60"
 FLOWS = ("priority=99,in_port=1,actions=output(port=2,max_len=100),output(port=3,max_len=100)",

@@ -51,6 +51,8 @@ from harness.records import Step
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
 
+pytestmark = pytest.mark.requires(backend="dpdk")
+
 SEGSZ = 500
 # Environment facts: this guest negotiates no guest TSO, net_pcap has no TSO.
 LOG_ALLOW = (r"netdev_dpdk\|WARN\|v1: Tx TSO offload is not supported",
