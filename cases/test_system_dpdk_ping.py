@@ -29,6 +29,7 @@ from fixtures.upstream_system import (PathCheck, add_veth, check_path, enable_ip
                                       icmp_echo, run_in)
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
+from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
 from reports.plugin import record_for
 from harness.records import Step
@@ -204,9 +205,9 @@ def add_native_tunnel6(ovs: OvsDpdk, port: str, ns: Netns, remote: str, addr: st
 def add_tap_port(ovs: OvsDpdk, bridge: str, port: str, vdev: str, ns: Netns,
                  addr: str) -> None:
     """A dpdk port on a net_tap vdev, its kernel side moved to NS with ADDR."""
-    check(ovs.sb.vsctl("add-port", bridge, port, "--", "set", "interface", port, "type=dpdk",
-                       "--", "set", "interface", port, f"options:n_rxq={numa_rxqs()}", "--",
-                       "set", "interface", port, f"options:dpdk-devargs={vdev},iface={port}"))
+    check(ovs.sb.vsctl(*chain(add_port(bridge, port, type="dpdk"),
+                              set_interface(port, options={"n_rxq": numa_rxqs()}),
+                              set_interface(port, options={"dpdk-devargs": f"{vdev},iface={port}"}))))
     run_in(ovs.sb, ovs.env.switch_ns, ["ip", "link", "set", port, "netns", ns.name])
     run_in(ovs.sb, ns, ["ip", "link", "set", port, "up"])
     wait_until(lambda: "LOWER_UP" in ns.ip("link", "show", "dev", port).stdout, 30,

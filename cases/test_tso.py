@@ -29,6 +29,7 @@ from datapath.expect import send_and_expect
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark
+from harness.vsctl import add_port
 
 TSO = pytest.mark.sandbox(other_config={"userspace-tso-enable": "true"})
 
@@ -55,9 +56,8 @@ def fallback_topology(sb, tunnels: list[int]):  # type: ignore[no-untyped-def]
     p1 = DummyPort(sb, "br1", "p1", 1)
     for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
         remote = FALLBACK_REMOTE[ul][1]
-        check(sb.vsctl("add-port", "int-br", f"t{n - 1}", "--", "set", "Interface", f"t{n - 1}",
-                       f"type={kind}", f"options:remote_ip={remote}", "options:key=123",
-                       f"options:csum={'true' if csum else 'false'}", f"ofport_request={n}"))
+        check(sb.vsctl(*add_port("int-br", f"t{n - 1}", type=kind,
+                                 options={"remote_ip": remote, "key": 123, "csum": csum}, ofport_request=n)))
     for ul, cmd in ((4, "ip4addr"), (6, "ip6addr")):
         local, remote, mac = FALLBACK_REMOTE[ul]
         check(sb.appctl(f"netdev-dummy/{cmd}", "br1", f"{local}/24"))

@@ -48,6 +48,7 @@ from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY
 from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
 from harness.records import Step
+from harness.vsctl import add_port
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
 
@@ -202,9 +203,9 @@ def tunnel_bench(env: RealEnv, frames: list[bytes]) -> tuple[VhostUserClientPort
     v1 = VhostUserClientPort(sb, "br1", "v1", 1, sock)
     p2 = dpdk.DpdkPcapPort(sb, "br2", "p2", 2)
     env.cleanup.defer("close p2", p2.close)
-    check(sb.vsctl("add-port", "br1", "t1", "--", "set", "Interface", "t1", "type=vxlan",
-                   f"options:remote_ip={remote}", "options:key=123", "options:csum=true",
-                   f"ofport_request={TUNNEL_OFPORT}"))
+    check(sb.vsctl(*add_port("br1", "t1", type="vxlan",
+                             options={"remote_ip": remote, "key": 123, "csum": True},
+                             ofport_request=TUNNEL_OFPORT)))
     check(sb.appctl("tnl/neigh/set", "br2", remote, REMOTE_MAC), stdout="OK\n")
     check(sb.ofctl("add-flow", "br2", "actions=NORMAL"))
     guest.pmd.wait_ready()

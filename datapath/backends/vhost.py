@@ -25,6 +25,7 @@ from datapath.offloads import RxFlags, TxOffloads
 from harness.control import check
 from harness.pcap import PcapReader, read_all, write_pcap
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port
 from harness.wait import wait_until
 
 # testpmd's EAL: like vswitchd's, plus two lcores (main + one forwarding core).
@@ -50,9 +51,8 @@ class VhostUserClientPort:
                  socket_path: Path) -> None:
         self.sb, self.bridge, self.name, self.ofport = sb, bridge, name, ofport
         self.socket_path = socket_path
-        check(sb.vsctl("add-port", bridge, name, "--", "set", "Interface", name,
-                       "type=dpdkvhostuserclient", f"options:vhost-server-path={socket_path}",
-                       f"ofport_request={ofport}"))
+        check(sb.vsctl(*add_port(bridge, name, type="dpdkvhostuserclient",
+                                 options={"vhost-server-path": socket_path}, ofport_request=ofport)))
         self.status: dict[str, str] = {}
 
     def wait_connected(self, timeout: float = 20.0) -> dict[str, str]:
