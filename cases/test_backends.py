@@ -15,7 +15,7 @@ from datapath.backends.kernel import tx_from_status
 from datapath.backends.netns import ethtool_features
 from datapath.backends.offload_check import (check_dpdk, check_kernel, check_vhost,
                                              driver_tx_capabilities)
-from datapath.backends.testpmd import TestPmdError
+from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode, TestPmdError
 from datapath.backends.vhost import GuestInjector
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
@@ -159,9 +159,9 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     rx = RxFlags()
     if engine == "csum":
         pmd.stop_port(0)
-        for layer in ("ip", "tcp", "udp"):
-            pmd.set_csum(0, layer, "hw" if layer != "ip" else "sw")
-        assert pmd.csum_show(0).get("TCP") == "hw"
+        for layer in (CsumLayer.IP, CsumLayer.TCP, CsumLayer.UDP):
+            pmd.set_csum(0, layer, CsumMode.SW if layer is CsumLayer.IP else CsumMode.HW)
+        assert pmd.csum_show(0).get("TCP") is CsumMode.HW
         pmd.start_port(0)
         v1.wait_connected()
         caps = pmd.tx_offload_capabilities(0)
@@ -182,7 +182,7 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     for frame in frames:
         expected.extend(model.forward(frame, actions, p2.tx, rx))
     pmd.clear_port_stats()
-    send_and_expect(GuestInjector(guest, v1, engine), frames, p2, expected,
+    send_and_expect(GuestInjector(guest, v1, FwdMode(engine)), frames, p2, expected,
                     title=f"testpmd {engine} -> v1 -> p2",
                     steps=record_for(request.node).steps, timeout=15)
     stats = pmd.port_stats(1)
@@ -207,7 +207,7 @@ def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.Fi
     check_vhost(v1.name, v1.status, userspace_tso=False)
     info = pmd.port_info(0)
     assert info.driver == "net_virtio_user" and info.link_up, info
-    pmd.start_forwarding("io")
+    pmd.start_forwarding(FwdMode.IO)
     check(env.sb.ofctl("add-flow", "br1", "in_port=2,actions=mod_tp_dst:2222,output:1"))
     actions = [mod_tp_dst(2222), output("v1")]
 
@@ -231,5 +231,5 @@ def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.Fi
     wait_until(lambda: pmd.port_stats(0).rx_packets >= sent, 5,
                what="testpmd port 0 to count the frames")
     with pytest.raises(TestPmdError, match="stop port 0 first|Please stop"):
-        pmd.set_csum(0, "tcp", "hw")  # refused while the port runs: the API says so
+        pmd.set_csum(0, CsumLayer.TCP, CsumMode.HW)  # refused while the port runs: the API says so
     pmd.stop_forwarding()

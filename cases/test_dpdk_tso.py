@@ -15,6 +15,7 @@ import pytest
 
 from datapath import model
 from datapath.model import gso
+from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode
 from datapath.backends.vhost import GuestInjector
 from datapath.model.actions import output
 from datapath.offloads import CsumState, RxFlags
@@ -50,8 +51,8 @@ def test_vhost_guest_tso_to_net_pcap(real_env: Callable[..., RealEnv], request: 
     v1, p2, guest = vhost_guest_ports(env, [frame])
     pmd = guest.pmd
     pmd.stop_port(0)
-    for layer in ("tcp", "udp"):  # virtio has no IPv4 header checksum offload
-        pmd.set_csum(0, layer, "hw")
+    for layer in (CsumLayer.TCP, CsumLayer.UDP):  # virtio has no IPv4 header checksum offload
+        pmd.set_csum(0, layer, CsumMode.HW)
     pmd.set_tso(0, SEGSZ)
     pmd.start_port(0)
     v1.wait_connected()
@@ -62,7 +63,7 @@ def test_vhost_guest_tso_to_net_pcap(real_env: Callable[..., RealEnv], request: 
     expected = model.forward(frame, [output("p2")], p2.tx, rx)
     assert len(expected.frames) == gso.n_segments(model.receive(frame, rx)) == 4
     pmd.clear_port_stats()
-    captured = send_and_expect(GuestInjector(guest, v1, "csum"), [frame], p2, expected,
+    captured = send_and_expect(GuestInjector(guest, v1, FwdMode.CSUM), [frame], p2, expected,
                                title=f"testpmd tso {SEGSZ} -> v1 -> p2 (net_pcap)",
                                steps=record_for(request.node).steps, timeout=15)
     assert reassembled(captured, frame) == tcp_payload(frame)

@@ -39,6 +39,7 @@ import pytest
 from datapath import model
 from datapath.backends import dpdk, tap
 from datapath.backends.env import RealEnv
+from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode
 from datapath.backends.vhost import Guest, VhostUserClientPort, short_socket_path
 from datapath.model.actions import output
 from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, OvsBug
@@ -72,8 +73,8 @@ def guest_csum_port(guest: Guest, v1: VhostUserClientPort, tso: int = 0) -> None
     """The guest's virtio-user port with TCP/UDP checksum offload (and TSO)."""
     pmd = guest.pmd
     pmd.stop_port(0)
-    for layer in ("tcp", "udp"):  # virtio has no IPv4 header checksum offload
-        pmd.set_csum(0, layer, "hw")
+    for layer in (CsumLayer.TCP, CsumLayer.UDP):  # virtio has no IPv4 header checksum offload
+        pmd.set_csum(0, layer, CsumMode.HW)
     if tso:
         pmd.set_tso(0, tso)
     pmd.start_port(0)
@@ -110,7 +111,7 @@ def guest_sends(env: RealEnv, guest: Guest, bug: OvsBug, tx: dpdk.DpdkPcapPort, 
     assert vs is not None
     sb.expected_crash = bug.key  # the known abort is this case's finding, not a leak
     captured: list[bytes] = []
-    guest.pmd.start_forwarding("csum")
+    guest.pmd.start_forwarding(FwdMode.CSUM)
 
     def settled() -> bool:
         if not vs.alive():

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from datapath.backends.kernel import interface_status, tx_from_status
-from datapath.backends.testpmd import TestPmd
+from datapath.backends.testpmd import FwdMode, TestPmd
 from datapath.offloads import RxFlags, TxOffloads
 from harness.control import check
 from harness.pcap import PcapReader, read_all, write_pcap
@@ -107,7 +107,8 @@ class GuestInjector:
     """The Port face of the guest for send_and_expect: send() starts testpmd's
     forwarding, which hands the pcap's frames to OVS through the vhost port."""
 
-    def __init__(self, guest: Guest, port: VhostUserClientPort, mode: str = "io") -> None:
+    def __init__(self, guest: Guest, port: VhostUserClientPort,
+                 mode: FwdMode = FwdMode.IO) -> None:
         self.guest, self.port, self.mode = guest, port, mode
         self.name = f"{port.name} (testpmd {mode})"
         self.ofport = port.ofport
