@@ -3,4 +3,5 @@
 pytest_plugins = ["reports.plugin", "fixtures.plugin", "fixtures.shard", "fixtures.bench",
                   "fixtures.pushpop", "fixtures.verdict", "fixtures.lifecycle", "fixtures.backends",
                   "fixtures.real_ports", "fixtures.system_traffic",
-                  "fixtures.plain_bench", "fixtures.explore", "perf.plugin"]
+                  "fixtures.plain_bench", "fixtures.explore", "fixtures.system_dpdk",
+                  "fixtures.dpdk_tunnel", "fixtures.requires", "perf.plugin"]

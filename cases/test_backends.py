@@ -15,12 +15,12 @@ from datapath.backends.kernel import tx_from_status
 from datapath.backends.netns import ethtool_features
 from datapath.backends.offload_check import (check_dpdk, check_kernel, check_vhost,
                                              driver_tx_capabilities)
-from datapath.backends.testpmd import TestPmdError
-from datapath.backends.vhost import (Guest, GuestInjector, VhostUserClientPort,
-                                     short_socket_path)
+from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode, TestPmdError
+from datapath.backends.vhost import GuestInjector
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from fixtures.frames import ETH_DST, ETH_SRC, compose, with_l4_csum
+from fixtures.frames import compose, with_l4_csum
+from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
 from datapath.expect import send_and_expect
 from harness.wait import wait_until
@@ -34,6 +34,7 @@ STATUS_OFFLOAD_KEYS = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum
                        "tx_tcp_seg_offload")
 
 
+@pytest.mark.requires(backend="tap")
 @pytest.mark.parametrize("tso", TSO)
 def test_tap_port_offloads_follow_userspace_tso(real_env: Callable[..., RealEnv], tso: bool) -> None:
     """A tap port: OVS asks the kernel (TUNSETOFFLOAD) for checksum offload always
@@ -61,6 +62,7 @@ def test_tap_port_offloads_follow_userspace_tso(real_env: Callable[..., RealEnv]
             assert port.status[key] == ("true" if granted else "false"), (key, port.status)
 
 
+@pytest.mark.requires(backend="tap")
 @pytest.mark.parametrize("tso", TSO)
 @pytest.mark.parametrize("csum", [False, True], ids=["tx_off", "tx_on"])
 def test_veth_port_offloads_follow_ethtool(real_env: Callable[..., RealEnv], tso: bool, csum: bool) -> None:
@@ -81,6 +83,7 @@ def test_veth_port_offloads_follow_ethtool(real_env: Callable[..., RealEnv], tso
     check_kernel(port.name, port.status, feats, userspace_tso=tso)
 
 
+@pytest.mark.requires(backend="dpdk")
 @pytest.mark.parametrize("tso", TSO)
 def test_dpdk_net_tap_offloads(real_env: Callable[..., RealEnv], tso: bool) -> None:
     """A dpdk port on a net_tap vdev (n_rxq=2: net_tap needs as many rx as tx queues).
@@ -104,6 +107,7 @@ def test_dpdk_net_tap_offloads(real_env: Callable[..., RealEnv], tso: bool) -> N
     assert "p1" in env.peer("p1").links()
 
 
+@pytest.mark.requires(backend="dpdk")
 def test_dpdk_net_pcap_forward(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest) -> None:
     """Frames in and out through pcap files: p1 and p2 are net_pcap ports, and a
     flow rewrites the TCP/UDP destination port on the way.
@@ -134,33 +138,7 @@ def test_dpdk_net_pcap_forward(real_env: Callable[..., RealEnv], request: pytest
 # vhost-user with dpdk-testpmd as the guest
 
 
-def _vhost_bench(env, frames: list[bytes]):  # type: ignore[no-untyped-def]
-    """br1: v1 (dpdkvhostuserclient, testpmd behind it) and p2 (net_pcap).
-
-    testpmd is the vhost-user server: it is started first, OVS's client port is
-    added once the socket exists, and testpmd's prompt comes once OVS connected."""
-    sb = env.sb
-    tap.add_bridge(sb, "br1")
-    sock, remove = short_socket_path("v1")
-    env.cleanup.defer("remove the vhost-user socket", remove)
-    # The csum engine writes the port's MAC as source and the peer MAC as
-    # destination: make them the frames' own, so that only checksums change.
-    guest = Guest(sb.rundir / "guest", sock, frames, log=sb.rundir / "testpmd.log",
-                  mac=ETH_SRC)
-    env.cleanup.defer("quit testpmd", guest.pmd.quit)
-    guest.pmd.spawn()
-    wait_until(lambda: sock.exists() or not guest.pmd.alive(), 30,
-               what="testpmd to create the vhost-user socket")
-    sb.allow_log(r"VHOST_CONFIG: \(\S+\) failed to connect")  # if OVS was quicker
-    v1 = VhostUserClientPort(sb, "br1", "v1", 1, sock)
-    p2 = dpdk.DpdkPcapPort(sb, "br1", "p2", 2)
-    env.cleanup.defer("close p2", p2.close)
-    guest.pmd.wait_ready()
-    v1.wait_connected()
-    guest.pmd.set_peer_mac(0, ETH_DST)
-    return v1, p2, guest
-
-
+@pytest.mark.requires(backend="dpdk")
 @pytest.mark.parametrize("engine", ["io", "csum"])
 def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest,
                             engine: str) -> None:
@@ -176,14 +154,14 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     # One flow: OVS may reorder frames of different flows within one rx batch.
     frames = [compose("tcp", 4), with_l4_csum(compose("tcp", 4), 0xBEEF)]
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, frames)
+    v1, p2, guest = vhost_guest_ports(env, frames)
     pmd = guest.pmd
     rx = RxFlags()
     if engine == "csum":
         pmd.stop_port(0)
-        for layer in ("ip", "tcp", "udp"):
-            pmd.set_csum(0, layer, "hw" if layer != "ip" else "sw")
-        assert pmd.csum_show(0).get("TCP") == "hw"
+        for layer in (CsumLayer.IP, CsumLayer.TCP, CsumLayer.UDP):
+            pmd.set_csum(0, layer, CsumMode.SW if layer is CsumLayer.IP else CsumMode.HW)
+        assert pmd.csum_show(0).get("TCP") is CsumMode.HW
         pmd.start_port(0)
         v1.wait_connected()
         caps = pmd.tx_offload_capabilities(0)
@@ -204,7 +182,7 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     for frame in frames:
         expected.extend(model.forward(frame, actions, p2.tx, rx))
     pmd.clear_port_stats()
-    send_and_expect(GuestInjector(guest, v1, engine), frames, p2, expected,
+    send_and_expect(GuestInjector(guest, v1, FwdMode(engine)), frames, p2, expected,
                     title=f"testpmd {engine} -> v1 -> p2",
                     steps=record_for(request.node).steps, timeout=15)
     stats = pmd.port_stats(1)
@@ -213,6 +191,7 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     pmd.stop_forwarding()
 
 
+@pytest.mark.requires(backend="dpdk")
 def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest) -> None:
     """OVS sends to a dpdkvhostuserclient port; testpmd (io engine) writes what
     its virtio-user port receives to a pcap file.
@@ -221,14 +200,14 @@ def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.Fi
     no flags, incremental update), the guest's rx counter, and that the OVS
     port's negotiated offloads are in its status."""
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, [])
+    v1, p2, guest = vhost_guest_ports(env, [])
     pmd = guest.pmd
     for key in STATUS_OFFLOAD_KEYS:
         assert key in v1.status, v1.status
     check_vhost(v1.name, v1.status, userspace_tso=False)
     info = pmd.port_info(0)
     assert info.driver == "net_virtio_user" and info.link_up, info
-    pmd.start_forwarding("io")
+    pmd.start_forwarding(FwdMode.IO)
     check(env.sb.ofctl("add-flow", "br1", "in_port=2,actions=mod_tp_dst:2222,output:1"))
     actions = [mod_tp_dst(2222), output("v1")]
 
@@ -252,5 +231,5 @@ def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.Fi
     wait_until(lambda: pmd.port_stats(0).rx_packets >= sent, 5,
                what="testpmd port 0 to count the frames")
     with pytest.raises(TestPmdError, match="stop port 0 first|Please stop"):
-        pmd.set_csum(0, "tcp", "hw")  # refused while the port runs: the API says so
+        pmd.set_csum(0, CsumLayer.TCP, CsumMode.HW)  # refused while the port runs: the API says so
     pmd.stop_forwarding()

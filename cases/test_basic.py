@@ -12,6 +12,7 @@ from fixtures.frames import L7
 from fixtures.sequence import capture, expect_unchanged
 from harness.control import check
 from harness.logscan import miss_upcall_keys
+from harness.vsctl import add_port, chain
 from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
@@ -46,8 +47,7 @@ def test_netdev_dummy_receive(sandbox: Sandbox, case_record: CaseRecord) -> None
     """A packet given as an ODP flow (with and without --len) misses and upcalls;
     the line after 'miss upcall' in the log must be the full datapath key.  The
     frames flooded to br0 (captured) must be the packets, unchanged."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
-                      "type=dummy", "ofport_request=1")
+    sandbox.add_of_br("br0", *add_port("br0", "p1", type="dummy", ofport_request=1))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
     local = capture(sandbox, "br0")
@@ -83,10 +83,11 @@ def expected_status(tx: TxOffloads) -> dict[str, str]:
 @pytest.mark.upstream("dpif-netdev - check tx packet checksum offloading")
 def test_tx_offload_status_defaults(sandbox: Sandbox) -> None:
     """A plain dummy port and the bridge's internal port advertise no tx offload."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
-                      "type=dummy", f"options:pstream=punix:{sandbox.rundir}/p0.sock", "--",
-                      "set", "bridge", "br0", "datapath-type=dummy",
-                      "other-config:datapath-id=1234", "fail-mode=secure")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type="dummy",
+                                      options={"pstream": f"punix:{sandbox.rundir}/p0.sock"}),
+                             ["set", "bridge", "br0", "datapath-type=dummy", "other-config:datapath-id=1234",
+                              "fail-mode=secure"]))
     for iface in ("p1", "br0"):
         status = parse_ovsdb_map(check(sandbox.vsctl("get", "interface", iface, "status")).stdout)
         assert status == expected_status(TxOffloads()), iface

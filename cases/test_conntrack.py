@@ -32,6 +32,7 @@ from fixtures.frames import compose, with_ip_csum_flipped
 from harness.control import check
 from datapath.expect import expect_frames, send_and_expect
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.tshark import Tshark
@@ -76,15 +77,15 @@ def test_conntrack(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Ts
     finished at p2; an invalid one leaves as it came.  An ICMP error related to
     the NATed connection gets its outer destination and embedded source NATed."""
     sb = sandbox
-    sb.add_of_br("br0", "add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy",
-                 "--", "add-port", "br1", "p1", "--", "set", "Interface", "p1", "type=dummy",
-                 "--", "add-port", "br1", "p2", "--", "set", "Interface", "p2", "type=dummy")
+    sb.add_of_br("br0",
+                 *chain(["add-br", "br1"], ["set", "bridge", "br1", "datapath-type=dummy"],
+                        add_port("br1", "p1", type="dummy"), add_port("br1", "p2", type="dummy")))
     check(sb.appctl("vlog/set", "netdev_dummy:file:dbg"))
     check(sb.ofctl("add-flow", "br1", "in_port=p1,ip,ct_state=-trk,"
                    "actions=ct(commit,nat(dst=192.168.1.1),table=0),p2"))
     good = compose("tcp", 4)
     frames = {"good": good, "bad": with_ip_csum_flipped(good)}  # compose-packet --bad-csum
-    check(sb.vsctl("set", "Interface", "p2", "options:tx_pcap=p2.pcap"))
+    check(sb.vsctl(*set_interface("p2", options={"tx_pcap": "p2.pcap"})))
     p1 = DummyPort.existing(sb, "p1", 1)
     p2 = DummyPort.existing(sb, "p2", 2, pcap_name="p2.pcap")
     counters(sb, 0, 0)
@@ -92,7 +93,7 @@ def test_conntrack(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Ts
     actions = [CtCommitDnat(ct, "192.168.1.1"), output("p2"), output("p2")]
     for tx, steps in zip((TxOffloads(), TxOffloads.parse("ip")), UPSTREAM_STEPS):
         if tx.advertised:
-            check(sb.vsctl("set", "Interface", "p2", "options:ol_ip_tx_csum=true"))
+            check(sb.vsctl(*set_interface("p2", options={"ol_ip_tx_csum": True})))
         for kind, flag, checked, err in steps:
             rx = RxFlags(ip=flag)
             p1.configure(rx=rx)
@@ -103,7 +104,7 @@ def test_conntrack(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Ts
             counters(sb, checked, err)
             p1.configure(rx=RxFlags())
     # Special case: a NATed ICMP error (traffic flagged good).
-    check(sb.vsctl("set", "Interface", "p1", "options:ol_ip_rx_csum_set_good=true"))
+    check(sb.vsctl(*set_interface("p1", options={"ol_ip_rx_csum_set_good": True})))
     check(sb.ofctl("add-flow", "br1", "in_port=p1,icmp,ct_state=-trk,"
                    "actions=ct(commit,nat(dst=192.168.1.1)),p2"))
     icmp = bytes.fromhex(ICMP_FRAME)

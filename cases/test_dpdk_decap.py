@@ -16,16 +16,16 @@ import itertools
 
 import pytest
 
-from cases.test_tunnel_matrix import corrupt_outer
 from datapath import model
 from datapath.backends.kernel import flags_text
 from datapath.model import decap
 from datapath.model.actions import ofctl_actions, output
 from datapath.offloads import RxFlags
-from fixtures.dpdk_tunnel import dpdk_bench_pool, dpdk_tunnel_bench  # noqa: F401
-from fixtures.frames import encapsulate
+from fixtures.frames import corrupt_outer, encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, UNDERLAY, csum_id, inner_frame, rewrite, spec
 from datapath.expect import send_and_expect
+
+pytestmark = pytest.mark.requires(backend="dpdk")
 
 FRAMES = ["good_frame", "bad_outer_ip", "bad_outer_csum", "bad_inner"]
 # Inner IPv4 TCP rewritten by mod_nw_dst, inner IPv6 UDP by mod_tp_dst.

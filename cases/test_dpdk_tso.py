@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import pytest
 
-from cases.test_backends import _vhost_bench
-from cases.test_tso import reassembled, tcp_payload
 from datapath import model
 from datapath.model import gso
+from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode
 from datapath.backends.vhost import GuestInjector
 from datapath.model.actions import output
 from datapath.offloads import CsumState, RxFlags
-from fixtures.frames import tso_frame
+from fixtures.frames import reassembled, tcp_payload, tso_frame
+from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
 from datapath.expect import send_and_expect
 from reports.plugin import record_for
 from collections.abc import Callable
 from datapath.backends.env import RealEnv
+
+pytestmark = pytest.mark.requires(backend="dpdk")
 
 SEGSZ = 500
 # Environment facts: this guest negotiates no guest TSO, net_pcap has no TSO.
@@ -46,11 +48,11 @@ def test_vhost_guest_tso_to_net_pcap(real_env: Callable[..., RealEnv], request: 
     frame = tso_frame(ipv, 2000)
     env = real_env("dpdk", tso=True)
     env.sb.allow_log(*LOG_ALLOW)
-    v1, p2, guest = _vhost_bench(env, [frame])
+    v1, p2, guest = vhost_guest_ports(env, [frame])
     pmd = guest.pmd
     pmd.stop_port(0)
-    for layer in ("tcp", "udp"):  # virtio has no IPv4 header checksum offload
-        pmd.set_csum(0, layer, "hw")
+    for layer in (CsumLayer.TCP, CsumLayer.UDP):  # virtio has no IPv4 header checksum offload
+        pmd.set_csum(0, layer, CsumMode.HW)
     pmd.set_tso(0, SEGSZ)
     pmd.start_port(0)
     v1.wait_connected()
@@ -61,7 +63,7 @@ def test_vhost_guest_tso_to_net_pcap(real_env: Callable[..., RealEnv], request: 
     expected = model.forward(frame, [output("p2")], p2.tx, rx)
     assert len(expected.frames) == gso.n_segments(model.receive(frame, rx)) == 4
     pmd.clear_port_stats()
-    captured = send_and_expect(GuestInjector(guest, v1, "csum"), [frame], p2, expected,
+    captured = send_and_expect(GuestInjector(guest, v1, FwdMode.CSUM), [frame], p2, expected,
                                title=f"testpmd tso {SEGSZ} -> v1 -> p2 (net_pcap)",
                                steps=record_for(request.node).steps, timeout=15)
     assert reassembled(captured, frame) == tcp_payload(frame)

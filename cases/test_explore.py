@@ -18,12 +18,11 @@ from datapath.model.actions import PushTunnel, Truncate, output
 from datapath.offloads import TxOffloads
 from fixtures.explore import (Scenario, build_frame, explore, load_regressions, rewrites,
                               rx_flags, scenarios)
-from fixtures.frames import encapsulate
+from fixtures.frames import corrupt_outer, encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY, spec
 
 
 def corrupted(frame: bytes, what: str) -> bytes:
-    from cases.test_tunnel_matrix import corrupt_outer
     if what == "none":
         return frame
     return corrupt_outer(frame, "bad_outer_ip" if what == "outer_ip" else "bad_outer_csum")

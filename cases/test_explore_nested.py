@@ -38,6 +38,7 @@ from harness.logscan import scan_lines
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark
+from harness.vsctl import add_port, set_interface
 
 
 @dataclass(frozen=True)
@@ -89,9 +90,9 @@ class NestedBench:
         self.p3 = DummyPort(sb, "br3", "p3", 3)
         for hop in HOPS:
             local, remote, _ = hop.addresses[4]
-            check(sb.vsctl("add-port", hop.bridge, hop.port, "--", "set", "Interface", hop.port,
-                           "type=vxlan", f"options:remote_ip={remote}", f"options:key={hop.key}",
-                           f"ofport_request={hop.ofport}"))
+            check(sb.vsctl(*add_port(hop.bridge, hop.port, type="vxlan",
+                                     options={"remote_ip": remote, "key": hop.key},
+                                     ofport_request=hop.ofport)))
             for family, (local, remote, plen) in hop.addresses.items():
                 cmd = "ip4addr" if family == 4 else "ip6addr"
                 check(sb.appctl(f"netdev-dummy/{cmd}", hop.underlay, f"{local}/{plen}"),
@@ -136,9 +137,8 @@ class NestedBench:
             *(f"other_config:{k}={v}" for k, v in CACHE_MODES[mode].items()))))
         self.mode = mode
         for hop, spec in zip(HOPS, specs):
-            self._set(hop.port, spec, lambda h=hop, s=spec: check(sb.vsctl(
-                "set", "Interface", h.port, f"type={s.kind}", f"options:remote_ip={s.remote_ip}",
-                f"options:csum={'true' if s.csum else 'false'}")))
+            self._set(hop.port, spec, lambda h=hop, s=spec: check(sb.vsctl(*set_interface(
+                h.port, type=s.kind, options={"remote_ip": s.remote_ip, "csum": bool(s.csum)}))))
         rw_text = ofctl_actions(rw)
         head = f"in_port=p1{',' + match if match else ''},actions={rw_text + ',' if rw else ''}"
         flows = ([head + "output:11"] if limit is None else

@@ -27,6 +27,7 @@ from harness.pcap import PcapReader
 from harness.filters import (filter_flow_dump, filter_flow_install, filter_hw_flow_del,
                              filter_hw_flow_install, filter_hw_packet_netdev_dummy, strip_timers,
                              strip_xout, strip_xout_keep_actions)
+from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
@@ -113,9 +114,9 @@ def test_datapath_flow_modification(sandbox: Sandbox, case_record: CaseRecord, p
     p2 and the second p1, each unchanged, and nothing else leave."""
     br0(sandbox, port_type, ("p1", 1), ("p2", 2))
     check(sandbox.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg"))
-    check(sandbox.vsctl("set", "Interface", "p1", "options:rxq_pcap=p1-rx.pcap",
-                        "options:tx_pcap=p1-tx.pcap", "--", "set", "Interface", "p2",
-                        "options:tx_pcap=p2-tx.pcap"))
+    check(sandbox.vsctl(*chain(set_interface("p1",
+                                             options={"rxq_pcap": "p1-rx.pcap", "tx_pcap": "p1-tx.pcap"}),
+                               set_interface("p2", options={"tx_pcap": "p2-tx.pcap"}))))
     received = PcapReader(sandbox.rundir / "p1-rx.pcap")
     ports = {n: DummyPort.existing(sandbox, n, int(n[1]), pcap_name=f"{n}-tx.pcap")
              for n in ("p1", "p2")}
@@ -210,18 +211,16 @@ def test_dummy_interface(sandbox: Sandbox, case_record: CaseRecord, port_type: s
     a packet from p7 crosses to p8 and one from p8 to p7, installing four
     megaflows, one per ingress port."""
     run = sandbox.rundir
-    sandbox.add_of_br(
-        "br0", "add-port", "br0", "p1", "--", "set", "interface", "p1", f"type={port_type}",
-        f"options:pstream=punix:{run}/p0.sock", "ofport_request=1",
-        "--", "add-port", "br0", "p7", "--", "set", "interface", "p7", "ofport_request=7",
-        f"type={port_type}", "--", "add-br", "br1",
-        "--", "set", "bridge", "br1", "other-config:hwaddr=aa:66:aa:66:00:00",
-        "--", "set", "bridge", "br1", "datapath-type=dummy", "other-config:datapath-id=1234",
-        "fail-mode=secure",
-        "--", "add-port", "br1", "p2", "--", "set", "interface", "p2", f"type={port_type}",
-        f"options:stream=unix:{run}/p0.sock", "ofport_request=2",
-        "--", "add-port", "br1", "p8", "--", "set", "interface", "p8", "ofport_request=8",
-        f"type={port_type}")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type=port_type,
+                                      options={"pstream": f"punix:{run}/p0.sock"}, ofport_request=1),
+                             add_port("br0", "p7", ofport_request=7, type=port_type), ["add-br", "br1"],
+                             ["set", "bridge", "br1", "other-config:hwaddr=aa:66:aa:66:00:00"],
+                             ["set", "bridge", "br1", "datapath-type=dummy", "other-config:datapath-id=1234",
+                              "fail-mode=secure"],
+                             add_port("br1", "p2", type=port_type, options={"stream": f"unix:{run}/p0.sock"},
+                                      ofport_request=2),
+                             add_port("br1", "p8", ofport_request=8, type=port_type)))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
     check(sandbox.ofctl("add-flow", "br1", "action=normal"))
@@ -263,10 +262,10 @@ def test_revalidator_handles_failed_modification(sandbox: Sandbox, case_record: 
     modification fails ('failed to put'); the inconsistent ukey must then be
     deleted (every upcall/show 'keys' count 0)."""
     sandbox.allow_log(r"failed to put", r"failed to flow_del")  # expected by design
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
-                      "type=dummy", "--", "set", "bridge", "br0", "datapath-type=dummy",
-                      "--", "add-port", "br0", "p2", "--", "set", "interface", "p2",
-                      "type=dummy")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type="dummy"),
+                             ["set", "bridge", "br0", "datapath-type=dummy"],
+                             add_port("br0", "p2", type="dummy")))
     check(sandbox.ofctl("add-flow", "br0", "table=0,in_port=p1,actions=p2"))
     out = capture(sandbox, "p2")  # beyond upstream: both packets leave p2, unchanged
     for _ in range(2):
@@ -312,14 +311,14 @@ def test_partial_hw_offload(sandbox: Sandbox, case_record: CaseRecord, port_type
     the second packet matches it by mark, the datapath flow counts it, and when
     the flow expires it is deleted from the 'hardware' too."""
     run = sandbox.rundir
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
-                      f"type={port_type}", "ofport_request=1",
-                      f"options:pstream=punix:{run}/p1.sock", "options:ifindex=1100", "--",
-                      "set", "bridge", "br0", "datapath-type=dummy",
-                      "other-config:datapath-id=1234", "fail-mode=secure")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type=port_type, ofport_request=1,
+                                      options={"pstream": f"punix:{run}/p1.sock", "ifindex": 1100}),
+                             ["set", "bridge", "br0", "datapath-type=dummy", "other-config:datapath-id=1234",
+                              "fail-mode=secure"]))
     check(sandbox.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg",
                          "dpif_offload_dummy:file:dbg"))
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:hw-offload=true"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"hw-offload": True})))
     log = lambda: "\n".join(sandbox.log_lines())  # noqa: E731
 
     def logged(text: str) -> None:
@@ -329,8 +328,7 @@ def test_partial_hw_offload(sandbox: Sandbox, case_record: CaseRecord, port_type
     check(sandbox.ofctl("add-flow", "br0", "in_port=1,actions=IN_PORT"))
     # Beyond upstream: what p1 receives and sends is captured (capture only); each
     # packet must leave p1 again unchanged, by the datapath or by the mark's flow.
-    check(sandbox.vsctl("set", "Interface", "p1", "options:rxq_pcap=p1-rx.pcap",
-                        "options:tx_pcap=p1-tx.pcap"))
+    check(sandbox.vsctl(*set_interface("p1", options={"rxq_pcap": "p1-rx.pcap", "tx_pcap": "p1-tx.pcap"})))
     received = PcapReader(sandbox.rundir / "p1-rx.pcap")
     p1 = DummyPort.existing(sandbox, "p1", 1, pcap_name="p1-tx.pcap")
 

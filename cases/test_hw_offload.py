@@ -28,6 +28,7 @@ from harness.filters import (filter_flow_install, filter_hw_flow_del, filter_hw_
                              strip_timers, strip_xout)
 from harness.pcap import PcapReader, read_all
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
 from harness.records import Step
 from harness.records import CaseRecord
@@ -62,7 +63,7 @@ def filtered_equals(sb: Sandbox, filt, want: str, what: str) -> None:  # type: i
 def enable_hw_offload(sb: Sandbox) -> None:
     check(sb.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg",
                     "dpif_offload_dummy:file:dbg"))
-    check(sb.vsctl("set", "Open_vSwitch", ".", "other_config:hw-offload=true"))
+    check(sb.vsctl(*set_open_vswitch(other_config={"hw-offload": True})))
     sb.wait_log("Flow HW offload is enabled")
 
 
@@ -89,10 +90,11 @@ def partial_offload(sb: Sandbox, port_type: str, ifindex: int, flow: str, packet
                     actions: list[Action], steps: list[Step], miss_key: str, hw_create: str,
                     dp_flow: str, hw_packet: str, dumped: str, parsed: list[str]) -> None:
     """DPIF_NETDEV_FLOW_HW_OFFLOAD_OFFSETS and _VID_ARP: one sequence, two packets."""
-    sb.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "interface", "p1",
-                 f"type={port_type}", "ofport_request=1", "options:pcap=p1.pcap",
-                 f"options:ifindex={ifindex}", "--", "set", "bridge", "br0",
-                 "datapath-type=dummy", "other-config:datapath-id=1234", "fail-mode=secure")
+    sb.add_of_br("br0",
+                 *chain(add_port("br0", "p1", type=port_type, ofport_request=1,
+                                 options={"pcap": "p1.pcap", "ifindex": ifindex}),
+                        ["set", "bridge", "br0", "datapath-type=dummy", "other-config:datapath-id=1234",
+                         "fail-mode=secure"]))
     enable_hw_offload(sb)
     check(sb.ofctl("del-flows", "br0"))
     check(sb.ofctl("add-flow", "br0", flow))
@@ -209,12 +211,13 @@ def test_full_hw_offload(sandbox: Sandbox, case_record: CaseRecord, second_opini
     path aborts and the packet falls back to the datapath (pipe_abort 1).
     Every packet that leaves p2 must be the one sent, unchanged."""
     sb = sandbox
-    sb.add_of_br("br0", "add-port", "br0", "p1", "--", "add-port", "br0", "p2", "--", "set",
-                 "interface", "p1", "type=dummy-pmd", "ofport_request=1", "options:ifindex=1100",
-                 "--", "set", "interface", "p2", "type=dummy-pmd", "ofport_request=2",
-                 "options:ifindex=1200", "options:tx_pcap=p2.pcap", "--", "set", "bridge",
-                 "br0", "datapath-type=dummy", "other-config:datapath-id=1234",
-                 "fail-mode=secure")
+    sb.add_of_br("br0",
+                 *chain(["add-port", "br0", "p1"], ["add-port", "br0", "p2"],
+                        set_interface("p1", type="dummy-pmd", ofport_request=1, options={"ifindex": 1100}),
+                        set_interface("p2", type="dummy-pmd", ofport_request=2,
+                                      options={"ifindex": 1200, "tx_pcap": "p2.pcap"}),
+                        ["set", "bridge", "br0", "datapath-type=dummy", "other-config:datapath-id=1234",
+                         "fail-mode=secure"]))
     enable_hw_offload(sb)
     check(sb.ofctl("del-flows", "br0"))
     check(sb.ofctl("add-flow", "br0", "in_port=1,actions=p2"))
@@ -296,23 +299,24 @@ def test_full_hw_offload_tunnel_entropy(sandbox: Sandbox, case_record: CaseRecor
     a hash of the inner frame (43938 here), not the configured range (57363),
     in software (first packet) and in hardware (second): the same frame twice."""
     sb = sandbox
-    sb.add_of_br("br0", "add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy",
-                 "--", "add-port", "br1", "p1", "--", "set", "Interface", "p1", "type=dummy-pmd",
-                 "--", "add-br", "br2", "--", "set", "bridge", "br2", "datapath-type=dummy",
-                 "--", "set", "bridge", "br2", "other-config:hwaddr=aa:66:aa:66:00:00",
-                 "--", "add-port", "br2", "p2", "--", "set", "Interface", "p2", "type=dummy-pmd")
-    check(sb.vsctl("set", "Open_vSwitch", ".", "other_config:hw-offload=true"))
+    sb.add_of_br("br0",
+                 *chain(["add-br", "br1"], ["set", "bridge", "br1", "datapath-type=dummy"],
+                        add_port("br1", "p1", type="dummy-pmd"), ["add-br", "br2"],
+                        ["set", "bridge", "br2", "datapath-type=dummy"],
+                        ["set", "bridge", "br2", "other-config:hwaddr=aa:66:aa:66:00:00"],
+                        add_port("br2", "p2", type="dummy-pmd")))
+    check(sb.vsctl(*set_open_vswitch(other_config={"hw-offload": True})))
     sb.wait_log("Flow HW offload is enabled")
-    check(sb.vsctl("add-port", "br1", "t1", "--", "set", "Interface", "t1", "type=vxlan",
-                   "options:remote_ip=1.1.2.92", "options:key=123", "options:csum=false",
-                   "ofport_request=11"))
+    check(sb.vsctl(*add_port("br1", "t1", type="vxlan",
+                             options={"remote_ip": "1.1.2.92", "key": 123, "csum": False},
+                             ofport_request=11)))
     check(sb.ofctl("add-flow", "br1", "in_port=p1,actions=mod_nw_dst:192.168.1.1,output:11"))
     check(sb.appctl("netdev-dummy/ip4addr", "br2", "1.1.2.88/24"), stdout="OK\n")
     check(sb.appctl("tnl/neigh/set", "br2", "1.1.2.92", "aa:66:aa:66:00:01"), stdout="OK\n")
     check(sb.appctl("tnl/egress_port_range", "57363", "57363"), stdout="OK\n")
     check(sb.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg",
                     "dpif_offload_dummy:file:dbg", "netdev_dummy:file:dbg"))
-    check(sb.vsctl("set", "Interface", "p2", "options:tx_pcap=p2.pcap"))
+    check(sb.vsctl(*set_interface("p2", options={"tx_pcap": "p2.pcap"})))
     p1 = DummyPort.existing(sb, "p1", 1)
     p2 = DummyPort.existing(sb, "p2", 2, pcap_name="p2.pcap")
     tunnel = TunnelSpec("vxlan", "1.1.2.88", "1.1.2.92", "aa:66:aa:66:00:00",

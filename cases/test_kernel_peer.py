@@ -19,7 +19,8 @@ p0 in at_ns0; in at_ns0 a Linux VXLAN, Geneve, GRE (gretap) or ip6gre device
   (seed 001: OVS segments tunnelled TSO packets in software): Gbit/s and
   retransmits go to the case's metrics; only a collapse fails.
 
-A kind this kernel cannot make skips, naming the kernel feature.
+A kind this kernel cannot make skips, naming the kernel feature (each id
+declares its native device: fixtures/requires.py).
 """
 from __future__ import annotations
 
@@ -50,10 +51,18 @@ def native_kind(kind: str, ul: int) -> str:
     return kind if ul == 4 else f"{kind}6"
 
 
+# kind x underlay, each id declaring the Linux device it needs.
+KIND_UNDERLAY = pytest.mark.parametrize(
+    "kind,underlay_ip", [pytest.param(kind, ul, id=f"{kind}-ul{ul}",
+                                      marks=pytest.mark.requires(kernel=native_kind(kind, ul)))
+                         for kind in KINDS for ul in (4, 6)])
+pytestmark = pytest.mark.requires(backend="tap")
+
+
 def build(system_traffic, kind: str, ul: int, csum: bool, flavour: str):  # type: ignore[no-untyped-def]
     """The topology with checksums on or off at both ends."""
     native = native_kind(kind, ul)
-    t: Traffic = system_traffic(flavour, native)
+    t: Traffic = system_traffic(flavour)
     start(t)
     ns = underlay(t, ul == 6)
     remote_ovs, remote_ns = ("fc00::1", "fc00::100") if ul == 6 else ("172.31.1.1",
@@ -80,8 +89,7 @@ def build(system_traffic, kind: str, ul: int, csum: bool, flavour: str):  # type
 
 @pytest.mark.parametrize("flavour", ["userspace", "tso"])
 @pytest.mark.parametrize("csum", [True, False], ids=[csum_id(True), csum_id(False)])
-@pytest.mark.parametrize("underlay_ip", [4, 6], ids=["ul4", "ul6"])
-@pytest.mark.parametrize("kind", KINDS)
+@KIND_UNDERLAY
 def test_kernel_judges_both_directions(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                                        kind: str, underlay_ip: int, csum: bool,
                                        flavour: str) -> None:
@@ -143,8 +151,7 @@ def iperf(t: Traffic, ns) -> dict[str, float]:  # type: ignore[no-untyped-def]
             "retransmits": float(end["sum_sent"].get("retransmits", 0))}
 
 
-@pytest.mark.parametrize("underlay_ip", [4, 6], ids=["ul4", "ul6"])
-@pytest.mark.parametrize("kind", KINDS)
+@KIND_UNDERLAY
 def test_iperf3_through_kernel_tunnel(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                                       kind: str, underlay_ip: int) -> None:
     """iperf3 -t 3 from the host through OVS's tunnel (checksums on) to the Linux
@@ -156,7 +163,7 @@ def test_iperf3_through_kernel_tunnel(system_traffic: Callable[..., Traffic], re
     results: dict[str, dict[str, float]] = {}
     for flavour in ("userspace", "tso"):
         name = "off" if flavour == "userspace" else "on"
-        t, ns, _ = build(lambda f, *n: system_traffic(f, *n, label=f"tso_{name}"), kind,
+        t, ns, _ = build(lambda f: system_traffic(f, label=f"tso_{name}"), kind,
                          underlay_ip, True, flavour)
         # Not an upstream test: seconds of iperf3 (segmented in software with TSO
         # on) grow packet batches, so OVS_VSWITCHD_STOP's batch check is not ours.

@@ -26,6 +26,7 @@ from harness.filters import filter_flow_install, strip_timers, strip_xout_keep_a
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark
+from harness.vsctl import add_port, chain
 
 FLOW = ("in_port({port}),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:{src},"
         "dst=50:54:00:00:00:{dst}),eth_type(0x0800),ipv4(src={ips},proto=1,tos=0,ttl=64,"
@@ -69,18 +70,16 @@ def test_meters(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshar
     meter 2 (kbps) lets 4 of 7 through (1920 of 2000 bits), then one per round
     as the bucket refills (80 + 870 bits, then 470 + 10 bits); 20 drops in all."""
     run = sandbox.rundir
-    sandbox.add_of_br(
-        "br0", "add-port", "br0", "p1", "--", "set", "interface", "p1", "type=dummy",
-        f"options:pstream=punix:{run}/p0.sock", "ofport_request=1",
-        "--", "add-port", "br0", "p7", "--", "set", "interface", "p7", "ofport_request=7",
-        "type=dummy", "--", "add-br", "br1",
-        "--", "set", "bridge", "br1", "other-config:hwaddr=aa:66:aa:66:00:00",
-        "--", "set", "bridge", "br1", "datapath-type=dummy", "other-config:datapath-id=1234",
-        "fail-mode=secure",
-        "--", "add-port", "br1", "p2", "--", "set", "interface", "p2", "type=dummy",
-        f"options:stream=unix:{run}/p0.sock", "ofport_request=2",
-        "--", "add-port", "br1", "p8", "--", "set", "interface", "p8", "ofport_request=8",
-        "type=dummy")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type="dummy", options={"pstream": f"punix:{run}/p0.sock"},
+                                      ofport_request=1),
+                             add_port("br0", "p7", ofport_request=7, type="dummy"), ["add-br", "br1"],
+                             ["set", "bridge", "br1", "other-config:hwaddr=aa:66:aa:66:00:00"],
+                             ["set", "bridge", "br1", "datapath-type=dummy", "other-config:datapath-id=1234",
+                              "fail-mode=secure"],
+                             add_port("br1", "p2", type="dummy", options={"stream": f"unix:{run}/p0.sock"},
+                                      ofport_request=2),
+                             add_port("br1", "p8", ofport_request=8, type="dummy")))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     of13 = ("-O", "OpenFlow13")
     check(sandbox.ofctl(*of13, "add-meter", "br0",

@@ -23,6 +23,7 @@ from fixtures.pmd import (DUMMY_NUMA, assignment, check_cpu_discovered, check_pm
 from harness.control import check
 from datapath.expect import send_and_expect
 from harness.filters import bre, filter_flow_install, sed_numa_core, strip_xout
+from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
@@ -40,8 +41,7 @@ def dpif_show(port: str, n_rxq: int, numa: int = 0, ofport: int = 1) -> str:
 @pytest.mark.sandbox(dummy_numa=DUMMY_NUMA)
 def test_creating_a_thread(sandbox: Sandbox) -> None:
     """A dummy-pmd port gets a PMD thread polling its one queue."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                      "type=dummy-pmd")
+    sandbox.add_of_br("br0", *add_port("br0", "p0", type="dummy-pmd"))
     check_cpu_discovered(sandbox)
     check_pmd_threads_created(sandbox)
     assert rxq_show_cleared(sandbox) == one_pmd(range(1))
@@ -52,11 +52,10 @@ def test_creating_a_thread(sandbox: Sandbox) -> None:
 @pytest.mark.sandbox(dummy_numa=DUMMY_NUMA)
 def test_multiqueue_support(sandbox: Sandbox) -> None:
     """n_rxq=8 gives eight queues, all polled by the one PMD thread."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                      "type=dummy-pmd")
+    sandbox.add_of_br("br0", *add_port("br0", "p0", type="dummy-pmd"))
     check_cpu_discovered(sandbox)
     check_pmd_threads_created(sandbox)
-    check(sandbox.vsctl("set", "interface", "p0", "options:n_rxq=8"))
+    check(sandbox.vsctl(*set_interface("p0", options={"n_rxq": 8})))
     check(sandbox.appctl("dpif/show"), stdout=dpif_show("p0", 8))
     assert rxq_show_cleared(sandbox) == one_pmd(range(8))
 
@@ -70,8 +69,7 @@ SPLIT_CYCLES = "port: p0 queue-id: 0 3 4 7\nport: p0 queue-id: 1 2 5 6\n"
 def test_pmd_cpu_mask_distribution(sandbox: Sandbox) -> None:
     """Two PMDs share eight queues: alternately (roundrobin, group) or in cycles
     order; back to one PMD, it polls all eight."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                      "type=dummy-pmd", "options:n_rxq=8")
+    sandbox.add_of_br("br0", *add_port("br0", "p0", type="dummy-pmd", options={"n_rxq": 8}))
     check_cpu_discovered(sandbox, 2)
     check_pmd_threads_created(sandbox)
     check(sandbox.appctl("dpif/show"), stdout=dpif_show("p0", 8))
@@ -110,9 +108,9 @@ def two_pmds_numa_1_and_0(core_1: int) -> str:
 def test_pmd_cpu_mask_dual_numa(sandbox: Sandbox) -> None:
     """A port on NUMA 1: with PMDs only on NUMA 0 its queues are polled across
     NUMA (with a warning per queue); with PMDs on both, only the local one polls."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                      "type=dummy-pmd", "options:n_rxq=8", "options:numa_id=1", "--", "set",
-                      "Open_vSwitch", ".", "other_config:pmd-cpu-mask=1")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p0", type="dummy-pmd", options={"n_rxq": 8, "numa_id": 1}),
+                             set_open_vswitch(other_config={"pmd-cpu-mask": 1})))
     check_cpu_discovered(sandbox, 4)
     check_pmd_threads_created(sandbox)
     check(sandbox.appctl("dpif/show"), stdout=dpif_show("p0", 8, numa=1))
@@ -156,11 +154,11 @@ def test_pmd_cpu_mask_dual_numa(sandbox: Sandbox) -> None:
 def test_pmd_cpu_mask_multi_numa(sandbox: Sandbox) -> None:
     """A port on NUMA 0, which has no PMD: every algorithm spreads its four queues
     over all four PMDs of the two other NUMA nodes."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                      "type=dummy-pmd", "options:n_rxq=4", "--", "set", "Interface", "p0",
-                      "options:numa_id=0", "--", "set", "Open_vSwitch", ".",
-                      "other_config:pmd-cpu-mask=0xf", "--", "set", "open_vswitch", ".",
-                      "other_config:pmd-rxq-assign=cycles")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p0", type="dummy-pmd", options={"n_rxq": 4}),
+                             set_interface("p0", options={"numa_id": 0}),
+                             set_open_vswitch(other_config={"pmd-cpu-mask": "0xf"}),
+                             ["set", "open_vswitch", ".", "other_config:pmd-rxq-assign=cycles"]))
     for algorithm in ("group", "cycles", "roundrobin"):
         since = set_other_config(sandbox, "pmd-rxq-assign", algorithm)
         sandbox.wait_log(assignment(algorithm), since)
@@ -200,14 +198,13 @@ def test_pmd_stats(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Ts
     took the previous one (its rx counter), which makes it so by construction.
     The frames flooded to br0 are captured (tx_pcap, capture only) and checked
     against the model: NORMAL forwarding leaves them unchanged."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                      "ofport_request=7", "type=dummy-pmd", "options:n_rxq=4")
+    sandbox.add_of_br("br0", *add_port("br0", "p0", ofport_request=7, type="dummy-pmd", options={"n_rxq": 4}))
     check_cpu_discovered(sandbox)
     check_pmd_threads_created(sandbox)
     check(sandbox.appctl("vlog/set", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=normal"))
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:emc-insert-inv-prob=1"))
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:smc-enable=true"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"emc-insert-inv-prob": 1})))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"smc-enable": True})))
     check(sandbox.appctl("dpif/show"), stdout=dpif_show("p0", 4, ofport=7))
     assert perf_show(sandbox, 3) == PERF_HEAD + "  Rx packets:                    0\n" \
                                                 "  Tx packets:                    0\n"
@@ -256,8 +253,7 @@ def test_pmd_stats(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Ts
 def test_pmd_rxq_show_usage_time(sandbox: Sandbox) -> None:
     """-secs is rounded up to the 5-second intervals kept, within 5..60 s; 0, negative
     or nothing means 60."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                      "type=dummy-pmd")
+    sandbox.add_of_br("br0", *add_port("br0", "p0", type="dummy-pmd"))
     for args, shown in (((), 60), (("-secs", "-1"), 60), (("-secs", "0"), 60),
                         (("-secs", "1"), 5), (("-secs", "5"), 5), (("-secs", "6"), 10),
                         (("-secs", "51"), 55), (("-secs", "55"), 55), (("-secs", "56"), 60),

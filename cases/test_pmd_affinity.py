@@ -12,6 +12,7 @@ from fixtures.pmd import assignment, rxq_parsed, rxq_show, set_other_config
 from harness.control import check
 from harness.filters import bre, parse_pmd_rxq_show
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, set_interface, set_open_vswitch
 
 PMD_AT = {"file": "pmd.at"}
 NINE_CORES = "0,0,0,0,0,0,0,0,0"
@@ -22,10 +23,9 @@ def pinned_port(sb: Sandbox) -> None:
     """Controller flow, eight PMDs (cores 1-8), p1 with four queues pinned to 3, 7, 2, 8."""
     check(sb.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sb.ofctl("add-flow", "br0", "actions=controller"))
-    check(sb.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x1fe"))
-    check(sb.vsctl("add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dummy-pmd",
-                   "ofport_request=1", "options:n_rxq=4",
-                   "other_config:pmd-rxq-affinity=0:3,1:7,2:2,3:8"))
+    check(sb.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": "0x1fe"})))
+    check(sb.vsctl(*add_port("br0", "p1", type="dummy-pmd", ofport_request=1, options={"n_rxq": 4},
+                             other_config={"pmd-rxq-affinity": "0:3,1:7,2:2,3:8"})))
     assert rxq_parsed(sb) == PINNED  # the rxqs are on the requested cores
 
 
@@ -42,15 +42,15 @@ def test_rxq_affinity(sandbox: Sandbox) -> None:
     sandbox.allow_log("cannot be pinned with port")
     sandbox.add_of_br("br0")
     pinned_port(sandbox)
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=6"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": 6})))
     assert rxq_parsed(sandbox) == "p1 0 0 1\np1 1 0 1\np1 2 0 2\np1 3 0 1\n"
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0x1fe"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": "0x1fe"})))
     assert rxq_parsed(sandbox) == PINNED  # pinned again once their pmds are back
     check(sandbox.vsctl("remove", "Interface", "p1", "other_config", "pmd-rxq-affinity"))
     assert "".join(sorted(columns(rxq_parsed(sandbox), 2).splitlines(True))) == \
         "p1 0\np1 1\np1 2\np1 3\n"  # every rxq polled again
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=6"))
-    check(sandbox.vsctl("set", "Interface", "p1", "other_config:pmd-rxq-affinity=0:1"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": 6})))
+    check(sandbox.vsctl(*set_interface("p1", other_config={"pmd-rxq-affinity": "0:1"})))
     assert rxq_parsed(sandbox) == "p1 0 0 1\np1 1 0 2\np1 2 0 2\np1 3 0 2\n"
 
 
@@ -63,14 +63,14 @@ def test_rxq_affinity_non_isolate(sandbox: Sandbox) -> None:
                       "pmd-rxq-isolate can only be set false when using pmd-rxq-assign=group")
     sandbox.add_of_br("br0")
     pinned_port(sandbox)
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-rxq-assign=group"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-rxq-assign": "group"})))
     assert rxq_parsed(sandbox) == PINNED
     since = set_other_config(sandbox, "pmd-rxq-isolate", "false")  # pin and non-isolate
     sandbox.wait_log(bre("pmd-rxq-affinity does not isolate PMD core"), since)
     assert rxq_parsed(sandbox) == PINNED  # no impact: all rxqs are still pinned
     check(sandbox.vsctl("remove", "Interface", "p1", "other_config", "pmd-rxq-affinity"))
-    check(sandbox.vsctl("set", "Interface", "p1", "other_config:pmd-rxq-affinity=0:1"))
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=6"))
+    check(sandbox.vsctl(*set_interface("p1", other_config={"pmd-rxq-affinity": "0:1"})))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": 6})))
     assert rxq_parsed(sandbox) == "p1 0 0 1\np1 1 0 2\np1 2 0 1\np1 3 0 2\n"
     since = set_other_config(sandbox, "pmd-rxq-assign", "cycles")
     sandbox.wait_log(bre("pmd-rxq-isolate can only be set false when using "
@@ -92,18 +92,18 @@ def test_rxq_affinity_numa(sandbox: Sandbox) -> None:
     sandbox.add_of_br("br0")
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "actions=controller"))
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=7e"))
-    check(sandbox.vsctl("add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dummy-pmd",
-                        "ofport_request=1", "options:n_rxq=2", "options:numa_id=0",
-                        "other_config:pmd-rxq-affinity=0:1,1:2"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": "7e"})))
+    check(sandbox.vsctl(*add_port("br0", "p1", type="dummy-pmd", ofport_request=1,
+                                  options={"n_rxq": 2, "numa_id": 0},
+                                  other_config={"pmd-rxq-affinity": "0:1,1:2"})))
     assert rxq_parsed(sandbox) == "p1 0 0 1\np1 1 0 2\n"
     for pins, listed in (("0:3,1:4", "p1 0 1 3\np1 1 1 4\n"), ("0:5,1:6", "p1 0 8 5\np1 1 8 6\n"),
                          ("0:3,1:1", "p1 0 1 3\np1 1 0 1\n"), ("0:5,1:1", "p1 0 8 5\np1 1 0 1\n")):
-        check(sandbox.vsctl("set", "Interface", "p1", f"other_config:pmd-rxq-affinity={pins}"))
+        check(sandbox.vsctl(*set_interface("p1", other_config={"pmd-rxq-affinity": pins})))
         assert rxq_parsed(sandbox) == listed, pins
     check(sandbox.vsctl("remove", "Interface", "p1", "other_config", "pmd-rxq-affinity"))
     assert "".join(sorted(columns(rxq_parsed(sandbox), 2).splitlines(True))) == "p1 0\np1 1\n"
-    check(sandbox.vsctl("set", "Interface", "p1", "other_config:pmd-rxq-affinity=0:3"))
+    check(sandbox.vsctl(*set_interface("p1", other_config={"pmd-rxq-affinity": "0:3"})))
     assert columns(rxq_parsed(sandbox), 3) == "p1 0 1\np1 1 0\n"
 
 
@@ -115,18 +115,17 @@ def test_monitor_threads(sandbox: Sandbox) -> None:
     sandbox.add_of_br("br0")
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     sock = f"{sandbox.rundir}/net.sock"
-    check(sandbox.vsctl("add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dummy-pmd",
-                        "ofport_request=1", "options:n_rxq=1", f"options:pstream=punix:{sock}"))
-    check(sandbox.vsctl("add-port", "br0", "p2", "--", "set", "Interface", "p2", "type=dummy-pmd",
-                        "ofport_request=2", "options:n_rxq=1", f"options:stream=unix:{sock}"))
+    check(sandbox.vsctl(*add_port("br0", "p1", type="dummy-pmd", ofport_request=1,
+                                  options={"n_rxq": 1, "pstream": f"punix:{sock}"})))
+    check(sandbox.vsctl(*add_port("br0", "p2", type="dummy-pmd", ofport_request=2,
+                                  options={"n_rxq": 1, "stream": f"unix:{sock}"})))
     assert rxq_parsed(sandbox) == "p1 0 0 0\np2 0 0 0\n"
     for port in ("p1", "p2"):
-        check(sandbox.vsctl("set", "Interface", port, "bfd:enable=true", "bfd:min_rx=1",
-                            "bfd:min_tx=1"))
+        check(sandbox.vsctl(*set_interface(port, bfd={"enable": True, "min_rx": 1, "min_tx": 1})))
     check(sandbox.vsctl("wait-until", "Interface", "p1", "bfd_status:forwarding=true", "--",
                         "wait-until", "Interface", "p2", "bfd_status:forwarding=true"))
-    check(sandbox.vsctl("set", "Interface", "p1", "options:n_rxq=2"))
-    check(sandbox.vsctl("set", "Interface", "p2", "options:n_rxq=2"))
+    check(sandbox.vsctl(*set_interface("p1", options={"n_rxq": 2})))
+    check(sandbox.vsctl(*set_interface("p2", options={"n_rxq": 2})))
     assert rxq_parsed(sandbox) == "p1 0 0 0\np1 1 0 0\np2 0 0 0\np2 1 0 0\n"
 
 

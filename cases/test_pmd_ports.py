@@ -20,6 +20,7 @@ from harness.filters import flow_dump_prepend_pmd
 from harness.ofmonitor import OfctlMonitor
 from harness.pcap import read_all
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import settled
 from harness.records import CaseRecord
 from harness.tshark import Tshark
@@ -42,15 +43,14 @@ def packet_ins(sb: Sandbox, sends: list[tuple[str, int]], expected: str) -> None
 def test_reconfigure_n_rxq(sandbox: Sandbox) -> None:
     """Growing p1 from 2 to 4 queues: every queue is polled (a packet on the new
     queue 3 reaches the controller); removing n_rxq goes back to 1."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
-                      "type=dummy-pmd", "ofport_request=1", "options:n_rxq=2", "--", "add-port",
-                      "br0", "p2", "--", "set", "Interface", "p2", "type=dummy-pmd",
-                      "ofport_request=2")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type="dummy-pmd", ofport_request=1, options={"n_rxq": 2}),
+                             add_port("br0", "p2", type="dummy-pmd", ofport_request=2)))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=controller"))
     assert rxq_parsed(sandbox) == "p1 0 0 0\np1 1 0 0\np2 0 0 0\n"
     packet_ins(sandbox, [("p1", 1)], packet_in(1))
-    check(sandbox.vsctl("set", "interface", "p1", "options:n_rxq=4"))
+    check(sandbox.vsctl(*set_interface("p1", options={"n_rxq": 4})))
     assert rxq_parsed(sandbox) == "p1 0 0 0\np1 1 0 0\np1 2 0 0\np1 3 0 0\np2 0 0 0\n"
     packet_ins(sandbox, [("p1", 3)], packet_in(1))
     # Back to the default number of rx queues after removal from the db.
@@ -65,9 +65,9 @@ def test_reconfigure_n_rxq(sandbox: Sandbox) -> None:
 def test_same_flow_multiple_threads(sandbox: Sandbox) -> None:
     """The same flow received by two PMD threads (one queue each) gets a ukey and
     a megaflow in each of them (a regression test upstream)."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
-                      "type=dummy-pmd", "ofport_request=1", "options:n_rxq=2", "--", "set",
-                      "Open_vSwitch", ".", "other_config:pmd-cpu-mask=3")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type="dummy-pmd", ofport_request=1, options={"n_rxq": 2}),
+                             set_open_vswitch(other_config={"pmd-cpu-mask": 3})))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=controller"))
     cores = sorted(ln.split()[3] for ln in rxq_parsed(sandbox).splitlines())
@@ -89,21 +89,20 @@ def test_same_flow_multiple_threads(sandbox: Sandbox) -> None:
 def test_change_numa_node(sandbox: Sandbox) -> None:
     """Moving a port to another NUMA node (1, then the non-contiguous 8) moves its
     queues to that node's PMD; packets on every queue still reach the controller."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
-                      "type=dummy-pmd", "ofport_request=1", "options:n_rxq=2", "--", "add-port",
-                      "br0", "p2", "--", "set", "Interface", "p2", "type=dummy-pmd",
-                      "ofport_request=2", "options:n_rxq=2", "--", "set", "Open_vSwitch", ".",
-                      "other_config:pmd-cpu-mask=7")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type="dummy-pmd", ofport_request=1, options={"n_rxq": 2}),
+                             add_port("br0", "p2", type="dummy-pmd", ofport_request=2, options={"n_rxq": 2}),
+                             set_open_vswitch(other_config={"pmd-cpu-mask": 7})))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "action=controller"))
     assert rxq_parsed(sandbox) == "p1 0 0 0\np1 1 0 0\np2 0 0 0\np2 1 0 0\n"
     packet_ins(sandbox, [("p1", 0)], packet_in(1))
     packet_ins(sandbox, [("p2", 1)], packet_in(2))
-    check(sandbox.vsctl("set", "Interface", "p2", "options:numa_id=1"))
+    check(sandbox.vsctl(*set_interface("p2", options={"numa_id": 1})))
     assert rxq_parsed(sandbox) == "p1 0 0 0\np1 1 0 0\np2 0 1 1\np2 1 1 1\n"
     packet_ins(sandbox, [("p1", 1)], packet_in(1))
     packet_ins(sandbox, [("p2", 0)], packet_in(2))
-    check(sandbox.vsctl("set", "Interface", "p1", "options:numa_id=8"))
+    check(sandbox.vsctl(*set_interface("p1", options={"numa_id": 8})))
     assert rxq_parsed(sandbox) == "p1 0 8 2\np1 1 8 2\np2 0 1 1\np2 1 1 1\n"
     packet_ins(sandbox, [("p1", 1)], packet_in(1))
     packet_ins(sandbox, [("p2", 0)], packet_in(2))
@@ -115,12 +114,11 @@ def test_non_pmd_device(sandbox: Sandbox, case_record: CaseRecord, second_opinio
     """A PMD port (p1) and a port the main thread polls (p2) both reach LOCAL;
     after moving the PMD to another core, both still do.  Every frame in br0.pcap
     is compared with the model's (unchanged) and with upstream's hex."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
-                      "type=dummy-pmd", "ofport_request=1", "options:n_rxq=1", "--", "add-port",
-                      "br0", "p2", "--", "set", "Interface", "p2", "type=dummy",
-                      "ofport_request=2", "--", "set", "Interface", "br0",
-                      f"options:tx_pcap={sandbox.rundir}/br0.pcap", "--", "set", "Open_vSwitch",
-                      ".", "other_config:pmd-cpu-mask=1")
+    sandbox.add_of_br("br0",
+                      *chain(add_port("br0", "p1", type="dummy-pmd", ofport_request=1, options={"n_rxq": 1}),
+                             add_port("br0", "p2", type="dummy", ofport_request=2),
+                             set_interface("br0", options={"tx_pcap": f"{sandbox.rundir}/br0.pcap"}),
+                             set_open_vswitch(other_config={"pmd-cpu-mask": 1})))
     check(sandbox.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg"))
     check(sandbox.ofctl("add-flow", "br0", "actions=LOCAL"))
     assert rxq_parsed(sandbox) == "p1 0 0 0\n"
@@ -138,7 +136,7 @@ def test_non_pmd_device(sandbox: Sandbox, case_record: CaseRecord, second_opinio
                                 "netdev-dummy/receive", n, "--qid", "0", ICMP_FLOW)))
     to_local()
     assert [f.hex() for f in read_all(br0.tx_pcap)] == [UPSTREAM_HEX] * 2  # ovs-pcap br0.pcap
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=2"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": 2})))
     assert rxq_parsed(sandbox) == "p1 0 0 1\n"
     with OfctlMonitor(sandbox, "br0", "65534", "invalid_ttl"):  # started, never read (upstream)
         to_local()

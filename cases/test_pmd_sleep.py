@@ -23,6 +23,7 @@ from harness.dpflows import installed, wait_retranslated
 from datapath.expect import send_and_expect
 from harness.filters import bre, strip_xout_keep_actions
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.tshark import Tshark
@@ -60,13 +61,12 @@ def set_sleep(sb: Sandbox, value: str | None) -> int:
     if value is None:
         check(sb.vsctl("remove", "Open_vSwitch", ".", "other_config", "pmd-sleep-max"))
     else:
-        check(sb.vsctl("set", "Open_vSwitch", ".", f"other_config:pmd-sleep-max={value}"))
+        check(sb.vsctl(*set_open_vswitch(other_config={"pmd-sleep-max": value})))
     return position
 
 
 def start_three_numas(sb: Sandbox) -> None:
-    sb.add_of_br("br0", "add-port", "br0", "p0", "--", "set", "Interface", "p0",
-                 "type=dummy-pmd", "options:n_rxq=8", "options:numa_id=1")
+    sb.add_of_br("br0", *add_port("br0", "p0", type="dummy-pmd", options={"n_rxq": 8, "numa_id": 1}))
 
 
 @pytest.mark.upstream("PMD - pmd sleep", **PMD_AT)
@@ -104,7 +104,7 @@ def test_per_pmd_sleep(sandbox: Sandbox) -> None:
         expect_sleeps(sandbox, since, default, per_pmd, logged=logged)
     # Add more cores: the new PMDs pick up 2:600 and 6:400, the others the default.
     since = sandbox.log_position()
-    check(sandbox.vsctl("set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=7f"))
+    check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": "7f"})))
     expect_sleeps(sandbox, since, None, {
         (0, 0): 100, (0, 1): 50, (0, 2): 600, (1, 3): 300, (1, 4): 50, (8, 5): 200,
         (8, 6): 400}, shown_default=50, logged=[(0, 1), (0, 2), (1, 4), (8, 6)])
@@ -141,10 +141,9 @@ def test_revalidator_modify_overlapping_flows(sandbox: Sandbox, case_record: Cas
     /16 subtable moved ahead of the /24 in the lookup order, revalidation must
     still modify both.  p2 is captured (tx_pcap, capture only): exactly the two
     packets the first rule forwards leave there, unchanged."""
-    sandbox.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "bridge", "br0",
-                      "datapath-type=dummy", "--", "set", "interface", "p1", "type=dummy-pmd",
-                      "--", "add-port", "br0", "p2", "--", "set", "interface", "p2",
-                      "type=dummy-pmd")
+    sandbox.add_of_br("br0",
+                      *chain(["add-port", "br0", "p1"], ["set", "bridge", "br0", "datapath-type=dummy"],
+                             set_interface("p1", type="dummy-pmd"), add_port("br0", "p2", type="dummy-pmd")))
     p1 = DummyPort.existing(sandbox, "p1", 1)
     p2 = DummyPort.existing(sandbox, "p2", 2, tx_pcap=True)
     # Add one OpenFlow rule and generate a megaflow.

@@ -16,16 +16,20 @@ import pytest
 from datapath import model
 from datapath.backends import afxdp
 from datapath.backends.env import RealEnv
+from datapath.backends.native_tunnel import Sniffer
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, with_ip_csum_flipped, with_l4_csum
-from fixtures.upstream_system import (LogWatch, PathCheck, Sniffer, add_veth, check_path,
-                                      format_ping, icmp_echo, run_in)
+from fixtures.upstream_system import (LogWatch, PathCheck, add_veth, check_path, format_ping,
+                                      icmp_echo, run_in)
 from harness.control import check
 from datapath.expect import send_and_expect
+from harness.vsctl import add_port, set_interface
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
 from collections.abc import Callable
+
+pytestmark = pytest.mark.requires(backend="afxdp")
 
 FILE = "system-afxdp.at"
 # _ADD_BR of the userspace macros.
@@ -77,8 +81,7 @@ def test_infinite_readdition_of_failed_ports(real_env: Callable[..., RealEnv]) -
     afxdp_veth(env, "p0", "at_ns0", "10.1.1.1/24")
     check(sb.vsctl("del-port", "ovs-p0"))
     log = LogWatch(sb)
-    res = check(sb.vsctl("add-port", "br0", "ovs-p0", "--", "set", "interface", "ovs-p0",
-                         "type=afxdp", "options:n_rxq=42"), rc=65, stdout="")
+    res = check(sb.vsctl(*add_port("br0", "ovs-p0", type="afxdp", options={"n_rxq": 42})), rc=65, stdout="")
     sb.allow_log(r"ovs-p0: Too big 'n_rxq'", r"ovs-p0: could not set configuration")
     log.wait("ovs-p0: could not set configuration")
     reconfigured = sb.coverage("bridge_reconfigure")
@@ -117,16 +120,16 @@ def test_ping_between_pmd_and_non_pmd_ports(real_env: Callable[..., RealEnv],
     afxdp_veth(env, "p0", "at_ns0", "10.1.1.1/24")
     afxdp_veth(env, "p1", "at_ns1", "10.1.1.2/24")
     check(sb.vsctl("del-port", "ovs-p0"))
-    check(sb.vsctl("add-port", "br0", "ovs-p0", "--", "set", "interface", "ovs-p0",
-                   "type=afxdp-nonpmd", "options:n_rxq=1"), stdout="", stderr="")
+    check(sb.vsctl(*add_port("br0", "ovs-p0", type="afxdp-nonpmd",
+                             options={"n_rxq": 1})), stdout="", stderr="")
     at0, at1 = Sniffer(ns0, "p0"), Sniffer(ns1, "p1")
     ping = run_in(sb, ns0, ["ping", "-q", "-c", "3", "-i", "0.3", "-W", "2", "10.1.1.2"])
     assert format_ping(ping.stdout) == \
         "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n", ping.stdout
 
     def seen() -> bool:
-        at0.poll()
-        at1.poll()
+        at0.read()
+        at1.read()
         return (len(icmp_echo(at1.received, "request")) >= 3
                 and len(icmp_echo(at0.received, "reply")) >= 3)
     wait_until(seen, 5, what="the captures to hold 3 requests and 3 replies")
@@ -203,7 +206,7 @@ def test_xdp_mode_switch_and_zerocopy_refusal(real_env: Callable[..., RealEnv]) 
     port = env.own(afxdp.AfxdpPort(sb, "br1", "p1", 1, env.switch_ns, env.peer("p1"),
                                    mode="native"))
     assert (port.xdp_mode, port.kernel_mode()) == ("native", "native"), port.status
-    check(sb.vsctl("set", "Interface", "p1", "options:xdp-mode=generic"))
+    check(sb.vsctl(*set_interface("p1", options={"xdp-mode": "generic"})))
     port.read_status()
     assert (port.xdp_mode, port.kernel_mode()) == ("generic", "generic"), port.status
     sb.allow_log(r"netdev_afxdp\|ERR\|xsk_socket__create failed \(Operation not supported\) "
@@ -214,7 +217,7 @@ def test_xdp_mode_switch_and_zerocopy_refusal(real_env: Callable[..., RealEnv]) 
                  r"ofproto\|WARN\|br1: cannot get R?STP status on nonexistent port 1",
                  r"dpif\|WARN\|netdev@ovs-netdev: failed to add p1 as port: Invalid argument",
                  r"bridge\|WARN\|could not add network device p1 to ofproto")
-    check(sb.vsctl("set", "Interface", "p1", "options:xdp-mode=native-with-zerocopy"))
+    check(sb.vsctl(*set_interface("p1", options={"xdp-mode": "native-with-zerocopy"})))
 
     def refused() -> str:
         error = check(sb.vsctl("get", "Interface", "p1", "error")).stdout.strip()
@@ -229,7 +232,7 @@ def test_xdp_mode_switch_and_zerocopy_refusal(real_env: Callable[..., RealEnv]) 
     assert check(sb.vsctl("get", "Interface", "p1", "ofport")).stdout.strip() == "-1"
     assert "xdp-mode" not in port.read_status(), port.status
     assert port.kernel_mode() == "none"
-    check(sb.vsctl("set", "Interface", "p1", "options:xdp-mode=best-effort"))
+    check(sb.vsctl(*set_interface("p1", options={"xdp-mode": "best-effort"})))
     wait_until(lambda: check(sb.vsctl("get", "Interface", "p1", "ofport")).stdout.strip()
                == "1", 10, what="p1 back on ofport 1")
     port.read_status()

@@ -16,17 +16,14 @@ import re
 
 import pytest
 
-from fixtures.system_dpdk import (FILE, NEEDS_NIC, OvsDpdk, ovs_dpdk,  # noqa: F401
-                                  skip_without_cpus)
+from fixtures.system_dpdk import (NEEDS_NIC, VHOST_CLIENT_ALLOW, OvsDpdk, skip_without_cpus,
+                                  upstream)
 from harness.control import check
+from harness.vsctl import add_port, set_interface
 from harness.wait import settled
 from collections.abc import Callable
 
-VHOST_CLIENT_ALLOW = r"VHOST_CONFIG: \(.*dpdkvhostclient0\) failed to connect: No such file or directory"
-
-
-def upstream(title: str, **kw: str) -> pytest.MarkDecorator:
-    return pytest.mark.upstream(title, file=FILE, **kw)
+pytestmark = pytest.mark.requires(backend="dpdk")
 
 
 def eal_args(ovs: OvsDpdk) -> list[str]:
@@ -201,8 +198,8 @@ def test_ingress_policing_vport(ovs_dpdk: Callable[..., OvsDpdk], settings: dict
     assert not ovs.log.grep("Could not create rte meter for ingress policer")
     want = {"ingress_policing_rate": 0, "ingress_policing_burst": 0, **settings}
     if remove:
-        check(sb.vsctl("set", "interface", "dpdkvhostuserclient0", "ingress_policing_rate=0",
-                       "ingress_policing_burst=0"))
+        check(sb.vsctl(*set_interface("dpdkvhostuserclient0", ingress_policing_rate=0,
+                                      ingress_policing_burst=0)))
         want = {"ingress_policing_rate": 0, "ingress_policing_burst": 0}
     listing = check(sb.vsctl("list", "interface", "dpdkvhostuserclient0")).stdout
     for key, value in want.items():
@@ -283,8 +280,7 @@ def test_user_configured_mempool(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
         mempool_set(ovs, size)
     check(sb.appctl("vlog/set", "netdev_dpdk:dbg"))
     ovs.add_br("br10")
-    check(sb.vsctl("add-port", "br10", "p1", "--", "set", "Interface", "p1", "type=dpdk",
-                   "options:dpdk-devargs=net_null0,no-rx=1"))
+    check(sb.vsctl(*add_port("br10", "p1", type="dpdk", options={"dpdk-devargs": "net_null0,no-rx=1"})))
     check(sb.vsctl("show"))
     assert ovs.log.grep(r"Found user configured shared mempool .* suitable for port with "
                         r"MTU 1500", regex=True)
@@ -297,7 +293,7 @@ def test_user_configured_mempool(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
                     "MTU 9000", "Port p1: Requesting a mempool"))
     for value, found, then in steps:
         since = ovs.log.mark()
-        check(sb.vsctl("set", "Interface", "p1", f"mtu_request={value}"))
+        check(sb.vsctl(*set_interface("p1", mtu_request=value)))
         ovs.log.wait(found, since=since, regex=True)
         ovs.log.wait(then, since=since)
         # The mtu column follows the reconfiguration a moment later.
@@ -315,8 +311,7 @@ def test_dpif_offload_show(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     ovs = ovs_dpdk()
     sb = ovs.sb
     check(sb.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev"))
-    check(sb.vsctl("add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dpdk",
-                   "options:dpdk-devargs=net_null0,no-rx=1"))
+    check(sb.vsctl(*add_port("br0", "p1", type="dpdk", options={"dpdk-devargs": "net_null0,no-rx=1"})))
     check(sb.appctl("dpif/offload/show"), stdout=(
         "Globally enabled: false\nDatapaths:\nnetdev@ovs-netdev:\n  dpdk\n"
         "  - p1: port_no: 2\n"))

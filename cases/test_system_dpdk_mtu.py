@@ -12,11 +12,13 @@ import re
 
 import pytest
 
-from cases.test_system_dpdk import VHOST_CLIENT_ALLOW, upstream
-from fixtures.system_dpdk import OvsDpdk, ovs_dpdk  # noqa: F401
+from fixtures.system_dpdk import VHOST_CLIENT_ALLOW, OvsDpdk, upstream
 from harness.control import check
+from harness.vsctl import set_interface
 from harness.wait import settled
 from collections.abc import Callable
+
+pytestmark = pytest.mark.requires(backend="dpdk")
 
 
 def vhost_guest(ovs: OvsDpdk, mtu_request: int | None = None):  # type: ignore[no-untyped-def]
@@ -25,8 +27,7 @@ def vhost_guest(ovs: OvsDpdk, mtu_request: int | None = None):  # type: ignore[n
     ovs.add_br("br10")
     ovs.add_vhost_user_client_port("br10", "dpdkvhostuserclient0", sock)
     if mtu_request is not None:
-        check(ovs.sb.vsctl("set", "Interface", "dpdkvhostuserclient0",
-                           f"mtu_request={mtu_request}"))
+        check(ovs.sb.vsctl(*set_interface("dpdkvhostuserclient0", mtu_request=mtu_request)))
     check(ovs.sb.vsctl("show"))
     pmd = ovs.start_testpmd([f"--vdev=net_virtio_user,path={sock},server=1"])
     ovs.wait_virtio_ready(pmd)
@@ -63,8 +64,7 @@ def mtu_change(ovs: OvsDpdk, first: int, then: int) -> None:
     pmd = vhost_guest(ovs, **({} if first == 1500 else {"mtu_request": first}))
     for value in (first, then):
         if value == then:
-            check(ovs.sb.vsctl("set", "Interface", "dpdkvhostuserclient0",
-                               f"mtu_request={then}"))
+            check(ovs.sb.vsctl(*set_interface("dpdkvhostuserclient0", mtu_request=then)))
         # Upstream reads it at once; OVS reconfigures the vhost port on its next
         # run, so the column may lag the request by a moment (it flaked in CI).
         assert settled(lambda: mtu(ovs), f"{value}\n") == f"{value}\n"
@@ -112,7 +112,7 @@ def test_mtu_bound_vport(ovs_dpdk: Callable[..., OvsDpdk], edge: int, beyond: in
               rf"failed to set MTU for network device {port}: Invalid argument")
     pmd = vhost_guest(ovs, mtu_request=edge)
     assert settled(lambda: mtu(ovs), f"{edge}\n") == f"{edge}\n"
-    check(ovs.sb.vsctl("set", "Interface", port, f"mtu_request={beyond}"))
+    check(ovs.sb.vsctl(*set_interface(port, mtu_request=beyond)))
     # Upstream greps at once; the line may come just after ovs-vsctl returns.
     ovs.log.wait(f"{port}: unsupported MTU {beyond}")
     assert mtu(ovs) == f"{edge}\n"

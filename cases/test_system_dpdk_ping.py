@@ -19,19 +19,23 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
 from datapath import model
+from datapath.backends.native_tunnel import Sniffer
 from datapath.backends.netns import Netns, link_mac, mac_text
 from datapath.model.actions import PushTunnel, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
 from datapath.verdict import record_step
-from fixtures.system_dpdk import FILE, OvsDpdk, lcores_for, ovs_dpdk  # noqa: F401
-from fixtures.upstream_system import (PathCheck, Sniffer, add_veth, check_path, enable_ipv6,
-                                      format_ping, icmp_echo, run_in)
+from fixtures.system_dpdk import FILE, OvsDpdk, lcores_for
+from fixtures.upstream_system import (PathCheck, add_veth, check_path, enable_ipv6, format_ping,
+                                      icmp_echo, run_in)
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
+from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
 from reports.plugin import record_for
 from collections.abc import Callable
+
+pytestmark = pytest.mark.requires(backend="dpdk")
 
 
 def dpdk_veth(ovs: OvsDpdk, name: str, ns: Netns, bridge: str, addr: str) -> None:
@@ -67,8 +71,8 @@ def ping_both_ways(ovs: OvsDpdk, request: pytest.FixtureRequest, ns1: Netns, ns2
         f"{count} packets transmitted, {count} received, 0% packet loss"), ping.stdout
 
     def seen() -> bool:
-        tap0.poll()
-        tap1.poll()
+        tap0.read()
+        tap1.read()
         return (len(icmp_echo(tap1.received, "request")) >= count
                 and len(icmp_echo(tap0.received, "reply")) >= count)
     wait_until(seen, 10, what=f"{count} requests at tap1 and {count} replies at tap0")
@@ -201,9 +205,9 @@ def add_native_tunnel6(ovs: OvsDpdk, port: str, ns: Netns, remote: str, addr: st
 def add_tap_port(ovs: OvsDpdk, bridge: str, port: str, vdev: str, ns: Netns,
                  addr: str) -> None:
     """A dpdk port on a net_tap vdev, its kernel side moved to NS with ADDR."""
-    check(ovs.sb.vsctl("add-port", bridge, port, "--", "set", "interface", port, "type=dpdk",
-                       "--", "set", "interface", port, f"options:n_rxq={numa_rxqs()}", "--",
-                       "set", "interface", port, f"options:dpdk-devargs={vdev},iface={port}"))
+    check(ovs.sb.vsctl(*chain(add_port(bridge, port, type="dpdk"),
+                              set_interface(port, options={"n_rxq": numa_rxqs()}),
+                              set_interface(port, options={"dpdk-devargs": f"{vdev},iface={port}"}))))
     run_in(ovs.sb, ovs.env.switch_ns, ["ip", "link", "set", port, "netns", ns.name])
     run_in(ovs.sb, ns, ["ip", "link", "set", port, "up"])
     wait_until(lambda: "LOWER_UP" in ns.ip("link", "show", "dev", port).stdout, 30,
@@ -231,6 +235,7 @@ def udp_sports(frame: bytes) -> tuple[int, int]:
 
 
 @pytest.mark.upstream("OVS-DPDK - headroom expansion", file=FILE, since="4.0")
+@pytest.mark.requires(kernel="vxlan6")
 def test_headroom_expansion(ovs_dpdk: Callable[..., OvsDpdk], request: pytest.FixtureRequest) -> None:
     """at_ns1's replies to at_ns0 enter OVS on p2 and leave p0 inside two IPv6
     VXLAN headers (140 bytes, more than DPDK's 128-byte mbuf headroom), so OVS
@@ -280,8 +285,8 @@ def test_headroom_expansion(ovs_dpdk: Callable[..., OvsDpdk], request: pytest.Fi
         "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n", ping.stdout
 
     def seen() -> bool:
-        p0.poll()
-        p2.poll()
+        p0.read()
+        p2.read()
         return len(double_vxlan_replies(p0.received)) >= 3
     wait_until(seen, 10, what="3 doubly encapsulated replies on p0")
     check_double_push(ovs, request, ns0, p2, p0)

@@ -10,7 +10,8 @@ tunnel push of what the host kernel sent into br0 (datapath/model/tunnel.py),
 and every inner frame OVS delivered to br0 with the model's pop of what the
 Linux tunnel device sent (datapath/model/decap.py); the peer's checksum error
 counters must not move.  A test that needs a tunnel device this kernel lacks
-skips, naming the kernel feature (it runs unchanged where the kernel has it).
+skips, naming the kernel feature (it runs unchanged where the kernel has it):
+each id declares the devices it makes (fixtures/requires.py).
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from fixtures.system_traffic import (FLAVOUR, PING_OK, Traffic, format_ping, pay
 from harness.control import check
 from harness.wait import wait_until
 from collections.abc import Callable
+
+pytestmark = pytest.mark.requires(backend="tap")
 
 def overlay_checks(t: Traffic, ns, wire: WireCheck, sizes=(None, "1600", "3200"),
                    nc: bool = True, six: bool = False) -> None:  # type: ignore[no-untyped-def]
@@ -63,8 +66,9 @@ PING_TUNNELS = {
 
 
 @FLAVOUR
-@pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t), id=t.split(" over ")[1]
-                                                .replace(" ", "_"))
+@pytest.mark.parametrize("title", [pytest.param(t, marks=[upstream(t), pytest.mark.requires(
+                                       kernel=PING_TUNNELS[t][1])],
+                                                id=t.split(" over ")[1].replace(" ", "_"))
                                    for t in PING_TUNNELS])
 def test_ping_over_tunnel(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                           flavour: str, title: str) -> None:
@@ -76,7 +80,7 @@ def test_ping_over_tunnel(system_traffic: Callable[..., Traffic], request: pytes
     delivered to br0 against the model's pop of what at_ns0's kernel sent, and
     that at_ns0's and the host's checksum error counters stayed still."""
     ovs_type, native, nargs, oargs, six, oport, nport, nc = PING_TUNNELS[title]
-    t: Traffic = system_traffic(flavour, native)
+    t: Traffic = system_traffic(flavour)
     start(t)
     ip6gre = native == "ip6gre"
     ns = underlay(t, six, "fc00:100::1/96" if ip6gre else "",
@@ -118,7 +122,8 @@ FALLBACK = {
 }
 
 
-@pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t), id=t.split()[4])
+@pytest.mark.parametrize("title", [pytest.param(t, marks=[upstream(t), pytest.mark.requires(
+                                       kernel=FALLBACK[t][1])], id=t.split()[4])
                                    for t in FALLBACK])
 def test_tcp_over_tunnel_software_fallback(system_traffic: Callable[..., Traffic],
                                            request: pytest.FixtureRequest, title: str) -> None:
@@ -130,7 +135,7 @@ def test_tcp_over_tunnel_software_fallback(system_traffic: Callable[..., Traffic
     header pattern) and every encapsulated segment against the model's
     software segmentation and push, at_ns0 counting no checksum error."""
     ovs_type, native, nargs, oport, nport, pattern = FALLBACK[title]
-    t: Traffic = system_traffic("tso", native)
+    t: Traffic = system_traffic("tso")
     start(t)
     ns = underlay(t, False)
     for feature in ("tso", "sg"):  # one side with all checksum and TSO offload disabled
@@ -159,6 +164,7 @@ def test_tcp_over_tunnel_software_fallback(system_traffic: Callable[..., Traffic
 
 @FLAVOUR
 @upstream("datapath - ping vlan over vxlan tunnel")
+@pytest.mark.requires(kernel=("vxlan", "vlan"))
 def test_ping_vlan_over_vxlan(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                               flavour: str) -> None:
     """br0 is an access port of VLAN 100, br-underlay of VLAN 42; at_ns0 reaches
@@ -167,7 +173,7 @@ def test_ping_vlan_over_vxlan(system_traffic: Callable[..., Traffic], request: p
     each encapsulated frame on p0 (tagged 42) against the model's push of br0's
     frame tagged 100, each frame OVS delivered to br0 (untagged) against the
     model's pop, and that no checksum error was counted."""
-    t: Traffic = system_traffic(flavour, "vxlan", "vlan")
+    t: Traffic = system_traffic(flavour)
     start(t)
     ns = underlay(t, False, "172.31.2.1/24")
     t.add_ovs_tunnel("vxlan", "br0", "at_vxlan0", "172.31.1.1", "10.1.1.100/24")
@@ -206,7 +212,8 @@ ERSPAN = {
 
 
 @FLAVOUR
-@pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t),
+@pytest.mark.parametrize("title", [pytest.param(t, marks=[upstream(t), pytest.mark.requires(
+                                       kernel=ERSPAN[t][0])],
                                                 id=t.split(" over ")[1].replace(" ", "_"))
                                    for t in ERSPAN])
 def test_ping_over_erspan(system_traffic: Callable[..., Traffic], flavour: str, title: str) -> None:
@@ -214,7 +221,7 @@ def test_ping_over_erspan(system_traffic: Callable[..., Traffic], flavour: str, 
     and a 1200-byte (IPv4) or 56-byte (IPv6) overlay ping, all answered; the
     peer's checksum error counters must not move."""
     kind, six, oargs, nargs = ERSPAN[title]
-    t: Traffic = system_traffic(flavour, kind)
+    t: Traffic = system_traffic(flavour)
     start(t)
     ns = underlay(t, six, "fc00:100::1/96" if six else "", "fc00:100::100/96" if six else "")
     remote_ovs, remote_ns = ("fc00:100::1", "fc00:100::100") if six else ("172.31.1.1",
@@ -237,13 +244,14 @@ def test_ping_over_erspan(system_traffic: Callable[..., Traffic], flavour: str, 
 
 @FLAVOUR
 @upstream("datapath - bridging two geneve tunnels")
+@pytest.mark.requires(kernel="geneve")
 def test_bridging_two_geneve_tunnels(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
                                      flavour: str) -> None:
     """br0 bridges two Geneve tunnels to two Linux peers (at_ns0, at_ns1):
     upstream's underlay pings and overlay pings of 56, 1600 and 3200 bytes
     from at_ns0 to at_ns1's 10.1.1.2, all answered; the wire of the first
     tunnel checked with the model both ways."""
-    t: Traffic = system_traffic(flavour, "geneve")
+    t: Traffic = system_traffic(flavour)
     t.add_br("br-underlay-0")
     t.add_br("br-underlay-1")
     ns0 = underlay(t, False, bridge="br-underlay-0")
@@ -269,12 +277,13 @@ CORRUPTED = ("f2 ff 00 00 00 02 f2 ff 00 00 00 03 08 00 45 00 00 52 00 01 00 00 
 
 @FLAVOUR
 @upstream("datapath - handling of geneve corrupted metadata")
+@pytest.mark.requires(kernel="geneve")
 def test_geneve_corrupted_metadata(system_traffic: Callable[..., Traffic], flavour: str) -> None:
     """A Geneve packet whose option length runs past the header (sendpkt.py in
     upstream; an AF_PACKET send here) from at_ns0: OVS must log 'Invalid Geneve
     tunnel metadata' (and nothing else unexpected), and deliver nothing to br0."""
     t: Traffic = system_traffic(
-        flavour, "geneve",
+        flavour,
         vsctl_extra=(*Traffic.br_args("br-underlay"), "--", "set", "bridge", "br0",
                      "other-config:hwaddr=f2:ff:00:00:00:01", "--", "set", "bridge",
                      "br-underlay", "other-config:hwaddr=f2:ff:00:00:00:02"))

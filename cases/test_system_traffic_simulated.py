@@ -17,6 +17,8 @@ from fixtures.system_traffic import FLAVOUR, Traffic, underlay, upstream
 from harness.control import check
 from harness.wait import wait_until
 
+pytestmark = pytest.mark.requires(backend="tap")
+
 
 @dataclass(frozen=True)
 class Simulated:

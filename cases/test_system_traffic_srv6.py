@@ -43,6 +43,8 @@ from harness.records import Step
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
 
+pytestmark = pytest.mark.requires(backend="tap")
+
 IPPROTO_ROUTING, IPPROTO_IPIP, IPPROTO_IPV6 = 43, 4, 41
 OVS_MAC, NEXT_HOP_MAC = "aa:55:aa:55:00:00", "aa:55:aa:55:00:01"
 SID, OVS_UNDERLAY, NS_UNDERLAY = "fc00:a::1", "fc00::100", "fc00::1"
@@ -78,12 +80,13 @@ SRV6 = {
 @pytest.mark.parametrize("title", [pytest.param(t, marks=upstream(t),
                                                 id="ping6" if o.six else "ping")
                                    for t, o in SRV6.items()])
+@pytest.mark.requires(kernel="srv6")
 def test_ping_over_srv6_tunnel(system_traffic: Callable[..., Traffic],
                                request: pytest.FixtureRequest, flavour: str, title: str) -> None:
     """Upstream's sequence, then the encapsulation, decapsulation and counter
     checks of the module docstring."""
     o = SRV6[title]
-    t: Traffic = system_traffic(flavour, "srv6")
+    t: Traffic = system_traffic(flavour)
     ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
     for key in ("default", "all"):  # NS_EXEC: unchecked, as upstream
         t.run(["sysctl", "-w", f"net.ipv6.conf.{key}.seg6_enabled=1"], ns0)

@@ -42,8 +42,11 @@ from fixtures.system_traffic import FLAVOUR, NC_EOF_OPT, Traffic, payload, upstr
 from harness.control import check
 from harness.filters import ofctl_strip
 from harness.records import Step
+from harness.vsctl import add_port, set_interface
 from harness.wait import WaitTimeout, settled, wait_until
 from reports.plugin import record_for
+
+pytestmark = pytest.mark.requires(backend="tap")
 
 TITLE = "datapath - truncate and output to gre tunnel by simulated packets"
 UNDERLAY_MAC, NS0_MAC = "02:90:8c:a8:a1:49", "fa:ad:fa:25:05:60"
@@ -85,7 +88,7 @@ def test_truncate_and_output_to_gre_by_simulated_packets(
     t.ip("link", "set", "dev", "br-underlay", "up")
     t.add_ovs_tunnel("gre", "br0", "at_gre0", "172.31.1.1", "10.1.1.100/24")
     t.add_veth("p1", ns1, "br0", "10.1.1.2/24")
-    check(t.sb.vsctl("--", "set", "interface", "ovs-p1", "ofport_request=2"))
+    check(t.sb.vsctl("--", *set_interface("ovs-p1", ofport_request=2)))
     t.ip("link", "set", "dev", "p1", "address", "e6:66:c1:22:22:22", ns=ns1)
     # arp -s: a permanent entry (net-tools is not in the runtime)
     t.ip("neigh", "replace", "10.1.1.1", "lladdr", "e6:66:c1:11:11:11", "nud", "permanent",
@@ -94,10 +97,8 @@ def test_truncate_and_output_to_gre_by_simulated_packets(
     t.ip("link", "add", "p2", "type", "veth", "peer", "name", "ovs-p2")
     t.ip("link", "set", "dev", "ovs-p2", "up")
     t.ip("link", "set", "dev", "p2", "up")
-    check(t.sb.vsctl("add-port", "br0", "ovs-p2", "--", "set", "interface", "ovs-p2",
-                     "ofport_request=3"))
-    check(t.sb.vsctl("add-port", "br0", "p2", "--", "set", "interface", "p2",
-                     "ofport_request=4"))
+    check(t.sb.vsctl(*add_port("br0", "ovs-p2", ofport_request=3)))
+    check(t.sb.vsctl(*add_port("br0", "p2", ofport_request=4)))
     data = t.sb.rundir / "payload200.bin"
     data.write_bytes(payload(200))
 

@@ -76,7 +76,8 @@ def measure(env, backend: str) -> dict[str, float]:  # type: ignore[no-untyped-d
             "retransmits": float(end["sum_sent"].get("retransmits", 0))}
 
 
-@pytest.mark.parametrize("backend", ["tap", "dpdk"])
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=pytest.mark.requires(backend=b))
+                                     for b in ("tap", "dpdk")])
 def test_iperf3_tso_off_and_on(real_env: Callable[..., RealEnv], request: pytest.FixtureRequest,
                                backend: str) -> None:
     """iperf3 -t 3 through br1 (NORMAL) between two namespaces, on tap ports (or

@@ -15,15 +15,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from scapy.layers.inet import TCP
-from scapy.layers.l2 import Ether
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
 from datapath.model import gso
 from datapath.model.actions import PushTunnel, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from fixtures.frames import tso_frame
+from fixtures.frames import reassembled, tcp_payload, tso_frame
 from fixtures.tunnel import (FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, csum_id,
                              fallback_spec, spec)
 from harness.control import check
@@ -31,21 +29,9 @@ from datapath.expect import send_and_expect
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark
+from harness.vsctl import add_port
 
 TSO = pytest.mark.sandbox(other_config={"userspace-tso-enable": "true"})
-
-
-def reassembled(frames: list[bytes], sent: bytes) -> bytes:
-    """The TCP payload of the captured segments put back together, ordered by
-    sequence number relative to the sent frame's (so a wrapping seq is fine)."""
-    base = Ether(sent)[TCP].seq
-    segs = sorted(((Ether(f)[TCP].seq - base) % 2**32, bytes(Ether(f)[TCP].payload))
-                  for f in frames)
-    return b"".join(data for _, data in segs)
-
-
-def tcp_payload(frame: bytes) -> bytes:
-    return bytes(Ether(frame)[TCP].payload)
 
 
 @TSO
@@ -70,9 +56,8 @@ def fallback_topology(sb, tunnels: list[int]):  # type: ignore[no-untyped-def]
     p1 = DummyPort(sb, "br1", "p1", 1)
     for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
         remote = FALLBACK_REMOTE[ul][1]
-        check(sb.vsctl("add-port", "int-br", f"t{n - 1}", "--", "set", "Interface", f"t{n - 1}",
-                       f"type={kind}", f"options:remote_ip={remote}", "options:key=123",
-                       f"options:csum={'true' if csum else 'false'}", f"ofport_request={n}"))
+        check(sb.vsctl(*add_port("int-br", f"t{n - 1}", type=kind,
+                                 options={"remote_ip": remote, "key": 123, "csum": csum}, ofport_request=n)))
     for ul, cmd in ((4, "ip4addr"), (6, "ip6addr")):
         local, remote, mac = FALLBACK_REMOTE[ul]
         check(sb.appctl(f"netdev-dummy/{cmd}", "br1", f"{local}/24"))

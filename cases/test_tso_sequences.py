@@ -30,6 +30,7 @@ from datapath.expect import expect_frames, send_and_expect
 from harness.filters import strip_stats, strip_used
 from harness.pcap import PcapReader, read_all
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.tshark import Tshark
@@ -81,14 +82,14 @@ def test_tso_sequence(sandbox: Sandbox, case_record: CaseRecord, second_opinion:
                  "type=dummy")
     check(sb.appctl("vlog/set", "netdev_dummy:file:dbg"))
     check(sb.ofctl("add-flow", "br1", "in_port=p1,actions=output:p2"))
-    check(sb.vsctl("set", "Interface", "p2", "options:tx_pcap=p2.pcap", "--", "set",
-                   "Interface", "p1", "options:ol_tso_segsz=500"))
+    check(sb.vsctl(*chain(set_interface("p2", options={"tx_pcap": "p2.pcap"}),
+                          set_interface("p1", options={"ol_tso_segsz": 500}))))
     p1 = DummyPort.existing(sb, "p1", 0)
     p2 = DummyPort.existing(sb, "p2", 0, pcap_name="p2.pcap")
     rx = RxFlags(tso_segsz=500)
     for tx in (TxOffloads(), TxOffloads(tso_segsz=500)):
         if tx.tso_segsz:  # send from tso to tso
-            check(sb.vsctl("set", "Interface", "p2", "options:ol_tso_segsz=500"))
+            check(sb.vsctl(*set_interface("p2", options={"ol_tso_segsz": 500})))
         for ipv, flow, length in ((4, FLOW_V4, "2054"), (6, FLOW_V6, "2074")):
             frame = tso_frame(ipv, 2000)
             send_and_expect(p1, [frame], p2, model.forward(frame, [output("p2")], tx, rx),
@@ -127,8 +128,8 @@ def test_tunnel_tso_fallback_sequence(sandbox: Sandbox, case_record: CaseRecord)
     check(sb.appctl("tnl/egress_port_range", "57363", "57363"), stdout="OK\n")
     check(sb.ofctl("add-flow", "br1", "action=normal"))
     check(sb.ofctl("add-flow", "int-br", "action=normal"))
-    check(sb.vsctl("set", "Interface", "p1", "options:tx_pcap=p1.pcap", "--", "set",
-                   "Interface", "int-br", "options:ol_tso_segsz=500"))
+    check(sb.vsctl(*chain(set_interface("p1", options={"tx_pcap": "p1.pcap"}),
+                          set_interface("int-br", options={"ol_tso_segsz": 500}))))
     p1 = DummyPort.existing(sb, "p1", 1, pcap_name="p1.pcap")
     actions = []
     for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
@@ -204,7 +205,7 @@ def test_tso_batch_grow_sequence(sandbox: Sandbox, case_record: CaseRecord,
     sb = sandbox
     sb.add_of_br("br0", *TSO_ON)
     add_of_ports(sb, "br0", 1, 2, pcap=True)
-    check(sb.vsctl("set", "Interface", "p1", "options:ol_tso_segsz=1000"))
+    check(sb.vsctl(*set_interface("p1", options={"ol_tso_segsz": 1000})))
     check(sb.ofctl("add-flow", "br0", "in_port=1,actions=output:2"))
     coverage(sb, dp_packet_batch_grow=0, dp_packet_gso=0)
     p1 = DummyPort.existing(sb, "p1", 1)
@@ -245,9 +246,8 @@ def test_tso_dual_tunnel_encap_sequence(sandbox: Sandbox, case_record: CaseRecor
                  "set", "Interface", "p3", "type=dummy")
     for br, name, remote, key, ofport in (("br1", "t1", "1.1.2.92", 123, 11),
                                           ("br2", "t2", "1.1.3.92", 456, 21)):
-        check(sb.vsctl("add-port", br, name, "--", "set", "Interface", name, "type=vxlan",
-                       f"options:remote_ip={remote}", f"options:key={key}",
-                       f"ofport_request={ofport}"))
+        check(sb.vsctl(*add_port(br, name, type="vxlan", options={"remote_ip": remote, "key": key},
+                                 ofport_request=ofport)))
     for br, flow in (("br1", "in_port=p1,actions=output:11"),
                      ("br2", "in_port=br2,actions=output:21")):
         check(sb.ofctl("del-flows", br))
@@ -256,7 +256,7 @@ def test_tso_dual_tunnel_encap_sequence(sandbox: Sandbox, case_record: CaseRecor
                                    ("br3", "1.1.3.88", "1.1.3.92", "aa:66:bb:66:00:01")):
         check(sb.appctl("netdev-dummy/ip4addr", br, f"{local}/24"), stdout="OK\n")
         check(sb.appctl("tnl/neigh/set", br, remote, mac), stdout="OK\n")
-    check(sb.vsctl("set", "Interface", "p1", "options:ol_tso_segsz=1000"))
+    check(sb.vsctl(*set_interface("p1", options={"ol_tso_segsz": 1000})))
     shown = check(sb.appctl("tnl/egress_port_range")).stdout  # "...range: MIN-MAX"
     low, high = (int(v) for v in shown.rsplit(" ", 1)[1].split("-"))
     p1 = DummyPort.existing(sb, "p1", 0)

@@ -17,7 +17,7 @@ import pytest
 
 from datapath.model.actions import PushTunnel, output
 from datapath.offloads import TxOffloads
-from fixtures.frames import encapsulate
+from fixtures.frames import corrupt_outer, encapsulate
 from fixtures.tunnel import (LOCAL_MAC, REMOTE_MAC, RX_STATES, TUNNEL_OFPORT, UNDERLAY,
                              csum_id, inner_frame, rewrite, rx_flags, spec)
 
@@ -61,19 +61,6 @@ DECAP = [
         TUNNELS, UNDERLAYS, INNER_IPS, L4S, CSUMS, RX, DECAP_FRAMES)
     if not (frame == "bad_outer_ip" and ul == 6) and not (frame == "bad_outer_csum" and not on)
 ]
-
-
-def corrupt_outer(frame: bytes, what: str) -> bytes:
-    """Break the outer IPv4 header checksum, or the outer UDP/GRE checksum."""
-    from datapath.model.packet import IPV4_CSUM, L4_CSUM_OFS, parse_layer
-    data = bytearray(frame)
-    lay = parse_layer(data)
-    assert lay.l3 is not None and lay.payload is not None and lay.proto in L4_CSUM_OFS
-    if what == "bad_outer_ip":
-        data[lay.l3 + IPV4_CSUM] ^= 0x01
-    else:
-        data[lay.payload + L4_CSUM_OFS[lay.proto]] ^= 0x01
-    return bytes(data)
 
 
 @pytest.mark.parametrize("tunnel,underlay,inner,l4,csum,rx,frame", DECAP)

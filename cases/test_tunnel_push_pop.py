@@ -21,6 +21,7 @@ from datapath.model.neigh import arp_request
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
 from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, arp_reply, erspan_timestamp, port_rx
+from harness.vsctl import set_interface
 
 FILE = "tunnel-push-pop.at"
 IN2 = ("in_port(2),eth(src=f8:bc:12:44:34:b6,dst=aa:55:aa:55:00:00),eth_type(0x0800),"
@@ -93,7 +94,7 @@ def test_erspan(pushpop: PushPop) -> None:
     t.revalidate()
 
     # Check ARP request: int-br floods to t1/t2, whose next hop 1.1.2.92 is unknown.
-    t.vsctl("--", "set", "Interface", "p0", "options:pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=True)
     t.receive("int-br", "in_port(2),eth(src=aa:55:aa:55:00:00,dst=f8:bc:12:ff:ff:ff),"
               "eth_type(0x0800),ipv4(src=1.1.3.92,dst=1.1.3.88,proto=1,tos=0,ttl=64,"
@@ -109,7 +110,7 @@ def test_erspan(pushpop: PushPop) -> None:
 
     # The push headers, fixed and flow-based, v1 and v2 (upstream runs the last
     # three traces twice: so do we).
-    t.vsctl("--", "set", "Interface", "br0", "options:pcap=br0.pcap")
+    t.vsctl("--", *set_interface("br0", options={"pcap": "br0.pcap"}))
     b6, b8 = "f8:bc:12:44:34:b6", "f8:bc:12:44:34:b8"
     steps = [("add-flow", "action=2",
               push_action(50, b6, "1.1.2.92", "ver=1,sid=0x7b,idx=0x3")),
@@ -148,7 +149,7 @@ def test_erspan(pushpop: PushPop) -> None:
     # 1.1.2.92 known at f8:bc:12:44:34:b6 again (the decapsulated packets above
     # came from 00:1b:21:3c:ab:64) and br0 learn that MAC on p0.
     t.receive("p0", arp_reply("1.1.2.92", b6, in_port=2))
-    t.vsctl("--", "set", "Interface", "p0", "options:tx_pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"tx_pcap": "p0.pcap"}))
     stale = "00:1b:21:3c:ab:64"  # OVS still uses the MAC of the tunnel packets
     t.ofctl("add-flow", "int-br", "in_port=LOCAL,actions=output:2")
     t.revalidate()

@@ -19,8 +19,9 @@ from datapath.model.neigh import arp_packet, arp_request
 from datapath.model.packet import Packet, with_vlan
 from datapath.model.tunnel import TunnelSpec
 from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, arp_reply
-from cases.pushpop_action import (check_decap, check_geneve_controller, check_l3gre_echo,
+from fixtures.pushpop_action import (check_decap, check_geneve_controller, check_l3gre_echo,
                                   check_ports_and_traces, check_tunnel_learning)
+from harness.vsctl import set_interface
 
 FILE = "tunnel-push-pop.at"
 PORTS = (("t2", "type=vxlan", "options:remote_ip=1.1.2.92", "options:key=123", "ofport_request=2"),
@@ -71,7 +72,7 @@ def resolve_and_age(t: PushPop) -> None:
     """The first trace sends one ARP request per next hop and leaves INCOMPLETE
     entries; the second waits on them.  Then the timers' bounds, and an entry
     that ages out."""
-    t.vsctl("--", "set", "Interface", "p0", "options:pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=True)
     assert "sending ARP request" in t.trace("ovs-dummy", ICMP_FROM_INT_BR)
     assert sorted(ln for ln in t.appctl("tnl/arp/show").stdout.splitlines()

@@ -15,6 +15,7 @@ from datapath import model
 from datapath.model.tunnel import TunnelSpec
 from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, arp_reply
 from harness.filters import ofctl_strip, strip_ufid, strip_used
+from harness.vsctl import add_port, set_interface
 
 FILE = "tunnel-push-pop.at"
 B6 = "f8:bc:12:44:34:b6"
@@ -65,7 +66,7 @@ def test_packet_out(pushpop: PushPop) -> None:
     t.ofctl("add-flow", "br0", "action=normal")
     t.revalidate()
     t.receive("p0", arp_reply("1.1.2.92", B6, in_port=2))
-    t.vsctl("--", "set", "Interface", "p0", "options:tx_pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"tx_pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=False)
     t.ofctl("add-flow", "int-br", "in_port=LOCAL,actions=output:2")
     t.revalidate()
@@ -90,7 +91,7 @@ def test_packet_out_debug_slow(pushpop: PushPop) -> None:
     t.ofctl("add-flow", "br0", "action=normal")
     t.revalidate()
     t.receive("p0", arp_reply("1.1.2.92", B6, in_port=2))
-    t.vsctl("--", "set", "Interface", "p0", "options:tx_pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"tx_pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=False)
     packet = bytes.fromhex("50540000000a5054000000091234")
     t.ofctl("add-flow", "int-br", "in_port=LOCAL,actions=debug_slow,output:2")
@@ -136,7 +137,7 @@ def check_trace_and_flow(t: PushPop, local: str, traced: str, installed: str) ->
                      "     -> tunneling to 1.1.2.92 via br0",
                      f"     -> tunneling from aa:55:aa:55:00:00 {local} to {B6} 1.1.2.92",
                      "Datapath actions: " + geneve_push(local, traced)]
-    t.vsctl("--", "set", "Interface", "p0", "options:tx_pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"tx_pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=False)
     packet = bytes.fromhex(PACKET)
     ports = []
@@ -180,9 +181,8 @@ def test_underlay_bridge_match(pushpop: PushPop) -> None:
     t = pushpop
     t.start(*P0)
     t.vsctl(*INT_BR)
-    t.vsctl("add-port", "int-br", "t1", "--", "set", "Interface", "t1", "type=gre",
-            "options:remote_ip=1.1.2.92", "options:key=456", "options:seq=true",
-            "ofport_request=3")
+    t.vsctl(*add_port("int-br", "t1", type="gre", options={"remote_ip": "1.1.2.92", "key": 456, "seq": True},
+                      ofport_request=3))
     t.appctl("dpif/show", stdout=(
         "dummy@ovs-dummy: hit:0 missed:0\n  br0:\n    br0 65534/100: (dummy-internal)\n"
         "    p0 1/1: (dummy)\n  int-br:\n    int-br 65534/2: (dummy-internal)\n"
@@ -204,7 +204,7 @@ def test_underlay_bridge_match(pushpop: PushPop) -> None:
         "src=aa:55:aa:55:00:00,dl_type=0x0800),ipv4(src=1.1.2.88,dst=1.1.2.92,proto=47,tos=0,"
         "ttl=64,frag=0x4000),gre((flags=0x3000,proto=0x6558),key=0x1c8,seq=0x0)),"
         "out_port(100)),1\n")
-    t.vsctl("set", "Interface", "p0", "options:tx_pcap=p0.pcap")  # beyond upstream
+    t.vsctl(*set_interface("p0", options={"tx_pcap": "p0.pcap"}))  # beyond upstream
     t.capture("p0", "p0.pcap", combined=False)
     packet = bytes.fromhex(PACKET)
     t.receive("int-br", PACKET)

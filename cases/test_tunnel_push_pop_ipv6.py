@@ -24,6 +24,7 @@ from fixtures import pushpop_frames as F
 from fixtures.pushpop import (BR0_MAC, INT_BR, P0, PushPop, erspan_timestamp, neigh_advert,
                               port_rx)
 from harness.filters import strip_ufid, strip_used
+from harness.vsctl import set_interface
 
 FILE = "tunnel-push-pop-ipv6.at"
 B6, B7 = "f8:bc:12:44:34:b6", "f8:bc:12:44:34:b7"
@@ -87,7 +88,7 @@ def test_srv6(pushpop: PushPop) -> None:
         t.ofctl("add-flow", f"int-br{n}", f"action={n + 1}")
     rx = {}
     for n in (1, 2, 3):  # beyond upstream: what each int-br received
-        t.vsctl("set", "Interface", f"int-br{n}", f"options:rxq_pcap=int-br{n}-rx.pcap")
+        t.vsctl(*set_interface(f"int-br{n}", options={"rxq_pcap": f"int-br{n}-rx.pcap"}))
         rx[n] = t.capture(f"int-br{n}", f"int-br{n}-rx.pcap", combined=False, rx_only=True)
 
     def send(n: int, flows: list[str]) -> list[int]:
@@ -138,7 +139,7 @@ def resolve(t: PushPop, targets: tuple[str, ...]) -> None:
     t.ok("netdev-dummy/ip4addr", "br0", "1.1.2.88/24")
     assert t.routes() == ROUTES_46
     t.ofctl("add-flow", "br0", "action=normal")
-    t.vsctl("--", "set", "Interface", "p0", "options:pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=True)
     t.receive("int-br", ICMP_FROM_INT_BR)
     t.expect_requests("p0", [neighbor_solicitation(BR0_MAC, "2001:cafe::88", ip)
@@ -247,7 +248,7 @@ def geneve6_case(t: PushPop, local: str, traced: str, installed: str) -> None:
                      "     -> tunneling to 2001:cafe::92 via br0",
                      f"     -> tunneling from aa:55:aa:55:00:00 {local} to {B6} 2001:cafe::92",
                      "Datapath actions: " + geneve6_push(local, traced)]
-    t.vsctl("--", "set", "Interface", "p0", "options:tx_pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"tx_pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=False)
     packet = bytes.fromhex("50540000000a5054000000091234")
     spec = TunnelSpec("geneve", local, "2001:cafe::92", BR0_MAC, B6, key=123)

@@ -17,8 +17,9 @@ from datapath.model.neigh import neighbor_solicitation
 from datapath.model.packet import with_vlan
 from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, neigh_advert
 
-from cases.pushpop_action6 import (check_decap_and_controller, check_ports_and_traces,
+from fixtures.pushpop_action6 import (check_decap_and_controller, check_ports_and_traces,
                                    check_tunnel_learning, flood_into_tunnels)
+from harness.vsctl import set_interface
 
 FILE = "tunnel-push-pop-ipv6.at"
 PORTS = (("t2", "type=vxlan", "options:remote_ip=2001:cafe::92", "options:key=123",
@@ -58,7 +59,7 @@ def row(ip: str, mac: str) -> str:
 
 def resolve_and_age(t: PushPop) -> None:
     """ND started by a trace (then waited on), an entry that ages out."""
-    t.vsctl("--", "set", "Interface", "p0", "options:pcap=p0.pcap")
+    t.vsctl("--", *set_interface("p0", options={"pcap": "p0.pcap"}))
     t.capture("p0", "p0.pcap", combined=True)
     assert "sending ND request" in t.trace("ovs-dummy", ICMP_FROM_INT_BR)
     second = t.trace("ovs-dummy", ICMP_FROM_INT_BR)

@@ -16,6 +16,7 @@ from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from fixtures.frames import compose
 from fixtures.pushpop import PushPop, arp_reply
+from harness.vsctl import add_port, chain, set_interface
 
 FILE = "tunnel-push-pop.at"
 VXLAN_TO_11 = ("tnl_push(tnl_port(4789),header(size=50,type=4,eth(dst=aa:55:aa:66:00:00,"
@@ -35,8 +36,8 @@ def test_unrelated_bridges(pushpop: PushPop) -> None:
             "ofport_request=1", "other-config:hwaddr=aa:55:aa:55:00:00")
     t.appctl("vlog/set", "dpif_netdev:dbg")
     t.vsctl("add-br", "int-br", "--", "set", "bridge", "int-br", "datapath_type=dummy")
-    t.vsctl("add-port", "int-br", "t2", "--", "set", "Interface", "t2", "type=geneve",
-            "options:remote_ip=1.1.2.92", "options:key=123", "ofport_request=2")
+    t.vsctl(*add_port("int-br", "t2", type="geneve", options={"remote_ip": "1.1.2.92", "key": 123},
+                      ofport_request=2))
     t.ok("netdev-dummy/ip4addr", "br0", "1.1.2.88/24")
     assert t.routes(sort=False) == ("Cached: 1.1.2.88/32 dev br0 SRC 1.1.2.88 local\n"
                                     "Cached: 1.1.2.0/24 dev br0 SRC 1.1.2.88\n")
@@ -45,9 +46,9 @@ def test_unrelated_bridges(pushpop: PushPop) -> None:
     t.receive("p0", arp_reply("1.1.2.92", "f8:bc:12:44:34:b6", in_port=2))
     t.vsctl("add-br", "br-non-tunnel", "--", "set", "bridge", "br-non-tunnel",
             "datapath_type=dummy", "fail-mode=secure")
-    t.vsctl("--", "add-port", "br-non-tunnel", "p7", "--", "set", "Interface", "p7",
-            "type=dummy", "ofport_request=7", "--", "add-port", "br-non-tunnel", "p8", "--",
-            "set", "Interface", "p8", "type=dummy", "ofport_request=8")  # add_of_ports
+    t.vsctl("--",
+            *chain(add_port("br-non-tunnel", "p7", type="dummy", ofport_request=7),
+                   add_port("br-non-tunnel", "p8", type="dummy", ofport_request=8)))  # add_of_ports
     t.ofctl("del-flows", "br-non-tunnel")
     t.ofctl("add-flow", "br-non-tunnel", "in_port=p7,action=p8")
     t.ofctl("add-flow", "br-non-tunnel", "in_port=p8,action=p7")
@@ -62,12 +63,11 @@ def access_setup(t: PushPop) -> None:
     """br0 (with hwaddr) and p8; ovs-tun0 with VXLAN tun0 to 10.0.0.11 and p7."""
     t.start("set", "bridge", "br0", "datapath_type=dummy", "--", "set", "Interface", "br0",
             "other-config:hwaddr=aa:55:aa:55:00:00")
-    t.vsctl("add-port", "br0", "p8", "--", "set", "Interface", "p8", "type=dummy",
-            "ofport_request=8")
+    t.vsctl(*add_port("br0", "p8", type="dummy", ofport_request=8))
     t.vsctl("add-br", "ovs-tun0", "--", "set", "bridge", "ovs-tun0", "datapath_type=dummy")
-    t.vsctl("add-port", "ovs-tun0", "tun0", "--", "set", "int", "tun0", "type=vxlan",
-            "options:remote_ip=10.0.0.11", "--", "add-port", "ovs-tun0", "p7", "--", "set",
-            "interface", "p7", "type=dummy", "ofport_request=7")
+    t.vsctl(*chain(["add-port", "ovs-tun0", "tun0"],
+                   ["set", "int", "tun0", "type=vxlan", "options:remote_ip=10.0.0.11"],
+                   add_port("ovs-tun0", "p7", type="dummy", ofport_request=7)))
 
 
 @pytest.mark.upstream("tunnel_push_pop - VXLAN access port", file=FILE)
@@ -119,12 +119,11 @@ def test_non_local_endpoint(pushpop: PushPop) -> None:
     t = pushpop
     t.start("add-port", "br0", "p0", "--", "set", "Interface", "p0", "type=dummy",
             "ofport_request=1")
-    t.vsctl("add-port", "br0", "vtep0", "--", "set", "interface", "vtep0", "type=dummy",
-            "ofport_request=2")
-    t.vsctl("--", "add-br", "int-br", "--", "set", "bridge", "int-br", "datapath_type=dummy",
-            "--", "set", "Interface", "int-br", "ofport_request=3")
-    t.vsctl("--", "add-port", "int-br", "t1", "--", "set", "Interface", "t1", "type=gre",
-            "ofport_request=4", "options:remote_ip=1.1.2.92")
+    t.vsctl(*add_port("br0", "vtep0", type="dummy", ofport_request=2))
+    t.vsctl("--",
+            *chain(["add-br", "int-br"], ["set", "bridge", "int-br", "datapath_type=dummy"],
+                   set_interface("int-br", ofport_request=3)))
+    t.vsctl("--", *add_port("int-br", "t1", type="gre", ofport_request=4, options={"remote_ip": "1.1.2.92"}))
     t.appctl("dpif/show", stdout=(
         "dummy@ovs-dummy: hit:0 missed:0\n  br0:\n    br0 65534/100: (dummy-internal)\n"
         "    p0 1/1: (dummy)\n    vtep0 2/2: (dummy)\n  int-br:\n"
@@ -189,19 +188,17 @@ def test_two_vteps_with_rules(pushpop: PushPop) -> None:
     t = pushpop
     t.start("set", "bridge", "br0", "datapath_type=dummy", "--", "set", "Interface", "br0",
             "other-config:hwaddr=aa:55:aa:55:00:00")
-    t.vsctl("add-port", "br0", "p0", "--", "set", "Interface", "p0", "type=dummy",
-            "ofport_request=1")
+    t.vsctl(*add_port("br0", "p0", type="dummy", ofport_request=1))
     t.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath_type=dummy", "--", "set",
             "Interface", "br1", "other-config:hwaddr=aa:66:aa:66:00:00")
-    t.vsctl("add-port", "br1", "p1", "--", "set", "interface", "p1", "type=dummy",
-            "ofport_request=2")
+    t.vsctl(*add_port("br1", "p1", type="dummy", ofport_request=2))
     t.vsctl("--", "add-br", "int-br", "--", "set", "bridge", "int-br", "datapath_type=dummy",
             "--", "set", "Interface", "int-br", "other-config:hwaddr=aa:77:aa:77:00:00")
     for name, ofport, local, remote in (("t0", 3, "1.1.2.80", "1.1.2.90"),
                                         ("t1", 4, "1.1.2.81", "1.1.2.91")):
-        t.vsctl("--", "add-port", "int-br", name, "--", "set", "Interface", name, "type=gre",
-                f"ofport_request={ofport}", f"options:local_ip={local}",
-                f"options:remote_ip={remote}")
+        t.vsctl("--",
+                *add_port("int-br", name, type="gre", ofport_request=ofport,
+                          options={"local_ip": local, "remote_ip": remote}))
     t.appctl("dpif/show", stdout=(
         "dummy@ovs-dummy: hit:0 missed:0\n  br0:\n    br0 65534/100: (dummy-internal)\n"
         "    p0 1/1: (dummy)\n  br1:\n    br1 65534/101: (dummy-internal)\n"

@@ -36,6 +36,7 @@ from harness.dpflows import installed, wait_retranslated
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark
+from harness.vsctl import add_port, chain, set_interface
 
 UNDERLAY = {4: ("ip4addr", "1.1.2.88/24", "1.1.2.92"), 6: ("ip6addr", "2001:cafe::88/64",
                                                            "2001:cafe::92")}
@@ -52,14 +53,14 @@ def test_vxlan_upstream_sequence(sandbox: Sandbox, case_record: CaseRecord, seco
     driver, with csum on) and the inner ones after the rewrite."""
     sb = sandbox
     cmd, local, remote = UNDERLAY[underlay]
-    sb.add_of_br("br0", "add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy",
-                 "--", "add-port", "br1", "p1", "--", "set", "Interface", "p1", "type=dummy",
-                 "--", "add-br", "br2", "--", "set", "bridge", "br2", "datapath-type=dummy",
-                 "--", "set", "bridge", "br2", "other-config:hwaddr=aa:66:aa:66:00:00",
-                 "--", "add-port", "br2", "p2", "--", "set", "Interface", "p2", "type=dummy")
-    check(sb.vsctl("add-port", "br1", "t1", "--", "set", "Interface", "t1", "type=vxlan",
-                   f"options:remote_ip={remote}", "options:key=123", "options:csum=false",
-                   "ofport_request=11"))
+    sb.add_of_br("br0",
+                 *chain(["add-br", "br1"], ["set", "bridge", "br1", "datapath-type=dummy"],
+                        add_port("br1", "p1", type="dummy"), ["add-br", "br2"],
+                        ["set", "bridge", "br2", "datapath-type=dummy"],
+                        ["set", "bridge", "br2", "other-config:hwaddr=aa:66:aa:66:00:00"],
+                        add_port("br2", "p2", type="dummy")))
+    check(sb.vsctl(*add_port("br1", "t1", type="vxlan",
+                             options={"remote_ip": remote, "key": 123, "csum": False}, ofport_request=11)))
     inner = INNERS[traffic]
     rule = ofctl_actions(model_actions(inner, spec("vxlan", underlay, False)))
     check(sb.ofctl("add-flow", "br1", f"{inner.match()},actions={rule}"))
@@ -67,7 +68,7 @@ def test_vxlan_upstream_sequence(sandbox: Sandbox, case_record: CaseRecord, seco
     check(sb.appctl("tnl/neigh/set", "br2", remote, REMOTE_MAC), stdout="OK\n")
     check(sb.appctl("tnl/egress_port_range", "57363", "57363"), stdout="OK\n")
     check(sb.appctl("vlog/set", "netdev_dummy:file:dbg"))
-    check(sb.vsctl("set", "Interface", "p2", "options:tx_pcap=p2.pcap"))
+    check(sb.vsctl(*set_interface("p2", options={"tx_pcap": "p2.pcap"})))
     seq = FwdSequence(sb, DummyPort.existing(sb, "p1", 0),
                       DummyPort.existing(sb, "p2", 0, pcap_name="p2.pcap"), case_record.steps,
                       second_opinion)
@@ -78,7 +79,7 @@ def test_vxlan_upstream_sequence(sandbox: Sandbox, case_record: CaseRecord, seco
         if step.csum != csum:
             seq.p2.configure(tx=step.tx)  # upstream removed every tx option before this
             before = installed(sb)
-            check(sb.vsctl("set", "Interface", "t1", "options:csum=true"))
+            check(sb.vsctl(*set_interface("t1", options={"csum": True})))
             # The flows installed so far push the old header until a revalidator
             # re-translates them (harness/dpflows.py); upstream's next packet
             # would race that, so wait for it.

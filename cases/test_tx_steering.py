@@ -34,6 +34,7 @@ from harness.dpflows import installed, wait_retranslated
 from datapath.expect import expect_frames
 from harness.pcap import PcapReader
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, set_interface, set_open_vswitch
 from harness.wait import wait_until
 from harness.records import Step
 from harness.records import CaseRecord
@@ -106,9 +107,8 @@ def test_tx_packet_steering(sandbox: Sandbox, case_record: CaseRecord) -> None:
     """thread: all 128 on one queue (one PMD thread); hash: both queues used, with
     and without hw-offload."""
     sb = sandbox
-    sb.add_of_br("br0", "add-port", "br0", "p1", "--", "set", "Interface", "p1",
-                 "type=dummy-pmd", "ofport_request=1")
-    check(sb.vsctl("set", "Interface", "p1", "options:rxq_pcap=p1-rx.pcap"))
+    sb.add_of_br("br0", *add_port("br0", "p1", type="dummy-pmd", ofport_request=1))
+    check(sb.vsctl(*set_interface("p1", options={"rxq_pcap": "p1-rx.pcap"})))
     rx_pcap = PcapReader(sb.rundir / "p1-rx.pcap")
     q0, q1 = steering_round(sb, "thread", rx_pcap, 1, case_record.steps)
     assert (q0, q1) in ((0, 128), (128, 0)), (q0, q1)
@@ -116,6 +116,6 @@ def test_tx_packet_steering(sandbox: Sandbox, case_record: CaseRecord) -> None:
     q0, q1 = steering_round(sb, "hash", rx_pcap, 2, case_record.steps)
     assert q0 > 0 and q1 > 0, (q0, q1)
     del_p2(sb)
-    check(sb.vsctl("set", "Open_vSwitch", ".", "other_config:hw-offload=true"))
+    check(sb.vsctl(*set_open_vswitch(other_config={"hw-offload": True})))
     q0, q1 = steering_round(sb, "hash", rx_pcap, 3, case_record.steps)
     assert q0 > 0 and q1 > 0, (q0, q1)

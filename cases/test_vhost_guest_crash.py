@@ -36,22 +36,25 @@ from collections.abc import Callable
 
 import pytest
 
-from cases.test_backends import _vhost_bench
 from datapath import model
 from datapath.backends import dpdk, tap
 from datapath.backends.env import RealEnv
+from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode
 from datapath.backends.vhost import Guest, VhostUserClientPort, short_socket_path
 from datapath.model.actions import output
-from cases.test_tso import reassembled, tcp_payload
 from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, OvsBug
 from datapath.offloads import CsumState, RxFlags
 from datapath.verdict import crashed, record_step
-from fixtures.frames import ETH_DST, ETH_SRC, compose, tso_frame
+from fixtures.frames import ETH_DST, ETH_SRC, compose, reassembled, tcp_payload, tso_frame
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY
+from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
 from harness.records import Step
+from harness.vsctl import add_port
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
+
+pytestmark = pytest.mark.requires(backend="dpdk")
 
 SEGSZ = 500
 GUEST = "v1 (testpmd csum)"  # the rx side of every step: the guest's csum engine into v1
@@ -72,8 +75,8 @@ def guest_csum_port(guest: Guest, v1: VhostUserClientPort, tso: int = 0) -> None
     """The guest's virtio-user port with TCP/UDP checksum offload (and TSO)."""
     pmd = guest.pmd
     pmd.stop_port(0)
-    for layer in ("tcp", "udp"):  # virtio has no IPv4 header checksum offload
-        pmd.set_csum(0, layer, "hw")
+    for layer in (CsumLayer.TCP, CsumLayer.UDP):  # virtio has no IPv4 header checksum offload
+        pmd.set_csum(0, layer, CsumMode.HW)
     if tso:
         pmd.set_tso(0, tso)
     pmd.start_port(0)
@@ -110,7 +113,7 @@ def guest_sends(env: RealEnv, guest: Guest, bug: OvsBug, tx: dpdk.DpdkPcapPort, 
     assert vs is not None
     sb.expected_crash = bug.key  # the known abort is this case's finding, not a leak
     captured: list[bytes] = []
-    guest.pmd.start_forwarding("csum")
+    guest.pmd.start_forwarding(FwdMode.CSUM)
 
     def settled() -> bool:
         if not vs.alive():
@@ -156,7 +159,7 @@ def test_guest_tcp_short_data_offset(real_env: Callable[..., RealEnv],
     segment (RFC 9293 3.1), as the model computes."""
     frame = with_data_offset(compose("tcp", 4, payload=bytes(range(20))), doff)
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, [frame])
+    v1, p2, guest = vhost_guest_ports(env, [frame])
     guest_csum_port(guest, v1)
     check(env.sb.ofctl("add-flow", "br1", "in_port=1,ip,nw_dst=192.168.123.1,actions=output:2"))
     expected = model.forward(frame, [output("p2")], p2.tx, RxFlags(l4=CsumState.PARTIAL))
@@ -198,9 +201,9 @@ def tunnel_bench(env: RealEnv, frames: list[bytes]) -> tuple[VhostUserClientPort
     v1 = VhostUserClientPort(sb, "br1", "v1", 1, sock)
     p2 = dpdk.DpdkPcapPort(sb, "br2", "p2", 2)
     env.cleanup.defer("close p2", p2.close)
-    check(sb.vsctl("add-port", "br1", "t1", "--", "set", "Interface", "t1", "type=vxlan",
-                   f"options:remote_ip={remote}", "options:key=123", "options:csum=true",
-                   f"ofport_request={TUNNEL_OFPORT}"))
+    check(sb.vsctl(*add_port("br1", "t1", type="vxlan",
+                             options={"remote_ip": remote, "key": 123, "csum": True},
+                             ofport_request=TUNNEL_OFPORT)))
     check(sb.appctl("tnl/neigh/set", "br2", remote, REMOTE_MAC), stdout="OK\n")
     check(sb.ofctl("add-flow", "br2", "actions=NORMAL"))
     guest.pmd.wait_ready()

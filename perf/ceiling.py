@@ -11,7 +11,7 @@ import itertools
 from pathlib import Path
 
 from datapath.backends.netns import Netns
-from datapath.backends.testpmd import TestPmd
+from datapath.backends.testpmd import FwdMode, TestPmd
 from harness.pcap import write_pcap
 from perf.kinds import JUMBO_MTU, CoreLayout, Kind
 from perf.sides import SWITCH_NAMES, TAP_NAMES, Side, SideError
@@ -100,7 +100,7 @@ class CeilingSide(Side):
     def start_switch(self, vdevs: list[str], wait: bool = True) -> None:
         """testpmd `io` on the PMD's CPU; with wait, ready and forwarding."""
         self.stop_switch()
-        app = ["--forward-mode=io", "--nb-cores=1", "--no-flush-rx",
+        app = [f"--forward-mode={FwdMode.IO}", "--nb-cores=1", "--no-flush-rx",
                f"--total-num-mbufs={GEN_MBUFS}"]
         if not self.kind.jumbo:  # AF_XDP's umem wants testpmd's default mbufs
             app.append(f"--mbuf-size={GEN_MBUF_SIZE}")

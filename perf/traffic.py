@@ -24,7 +24,7 @@ from typing import Callable
 
 import pexpect
 
-from datapath.backends.testpmd import TestPmd, parse_port_stats
+from datapath.backends.testpmd import FwdMode, TestPmd, parse_port_stats
 from datapath.model import csum
 
 SRC_IP = (10 << 24) | (254 << 16)
@@ -168,7 +168,7 @@ class FlowGen:
         self.pmd = TestPmd(eal_args(self.cpu, self.vdevs),
                            [f"--mbuf-size={GEN_MBUF_SIZE}", f"--total-num-mbufs={GEN_MBUFS}",
                             f"--flowgen-flows={self.flows}", "--no-flush-rx", "--nb-cores=1",
-                            "--forward-mode=flowgen"],
+                            f"--forward-mode={FwdMode.FLOWGEN}"],
                            log=self.workdir / f"{self.name}.log", cwd=self.workdir,
                            preexec_fn=self.preexec_fn, start_timeout=60)
         self.pmd.spawn()

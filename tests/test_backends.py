@@ -267,7 +267,7 @@ needs_tap = pytest.mark.skipif(unavailable("tap", None) is not None,
                                reason=str(unavailable("tap", None)))
 
 
-@needs_tap
+@pytest.mark.requires(backend="tap")
 def test_real_env_leaves_nothing(real_env) -> None:
     """A tap sandbox with a tap port, a veth port and a helper process: after
     close() its namespaces (and the devices in them) and processes are gone."""
@@ -292,14 +292,14 @@ def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
     port, a background testpmd): after close() their namespaces, processes,
     bpffs mounts and files are gone, and /dev/shm is as before."""
     from datapath.backends import afxdp, dpdk, tap
-    from fixtures.system_dpdk import Testpmd
+    from fixtures.system_dpdk import BackgroundTestPmd
     built = [b for b in ("afxdp", "dpdk") if unavailable(b, ovs_install) is None]
     if not built:
         pytest.skip(f"afxdp: {unavailable('afxdp', ovs_install)}; "
                     f"dpdk: {unavailable('dpdk', ovs_install)}")
     files = _files()
     for backend in built:
-        env = real_env(backend, label=backend)
+        env = real_env(backend, label=backend, probed=True)
         tap.add_bridge(env.sb, "br1")
         procs = [env.sb.vswitchd.proc]  # type: ignore[union-attr]
         mount = None
@@ -312,8 +312,8 @@ def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
                                         env.peer(f"p{n}")))
         else:
             env.own(dpdk.DpdkTapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
-            pmd = Testpmd(env.sb.rundir, env.switch_ns, ["--vdev=net_null0", "-l", "0-1"], [],
-                          env.sb.transcript)
+            pmd = BackgroundTestPmd(env.sb.rundir, env.switch_ns,
+                                    ["--vdev=net_null0", "-l", "0-1"], [], env.sb.transcript)
             env.cleanup.defer("stop testpmd", lambda pmd=pmd: None if pmd.stop() else None)
             procs.append(pmd.proc)
         names = {env.switch_ns.name, *(n.name for n in env.peers.values())}
@@ -331,13 +331,14 @@ HOLD = "OVSTEST_HOLD_READY"
 
 @pytest.mark.skipif(HOLD not in os.environ,
                     reason="helper of test_interrupt_leaves_nothing (runs in its child pytest)")
+@pytest.mark.requires(backend="tap")
 def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
     """Builds every kind of resource the backends make, says so, and waits."""
     from datapath.backends import dpdk, tap
     from datapath.backends.vhost import Guest, VhostUserClientPort, short_socket_path
     backend = "dpdk" if unavailable("dpdk", ovs_install) is None and \
         os.environ.get("OVSTEST_HOLD_DPDK") else "tap"
-    env = real_env(backend, tso=True)
+    env = real_env(backend, tso=True, probed=backend != "tap")
     tap.add_bridge(env.sb, "br1")
     env.own(tap.TapPort(env.sb, "br1", "p1", 1, env.switch_ns, env.peer("p1")))
     env.own(tap.VethPort(env.sb, "br1", "p2", 2, env.switch_ns, env.peer("p2"),
@@ -374,7 +375,7 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
     mounts: list[str] = []
     if unavailable("afxdp", ovs_install) is None:  # AF_XDP: its bpffs and XDP sockets too
         from datapath.backends import afxdp
-        xdp = real_env("afxdp", label="afxdp")
+        xdp = real_env("afxdp", label="afxdp", probed=True)
         tap.add_bridge(xdp.sb, "br1")
         xdp.own(afxdp.AfxdpPort(xdp.sb, "br1", "p1", 1, xdp.switch_ns, xdp.peer("p1")))
         mounts.append(str(xdp.bpffs.path))  # type: ignore[union-attr]

@@ -1,6 +1,6 @@
 """Unit tests for the one IPv4/IPv6 header parser (datapath/model/packet.py) and
 its users: net_tap's rx flags, the native tunnel pop and the decap cases'
-corrupt_outer.  Frames are built with scapy, independently of the parser."""
+corrupt_outer (fixtures/frames.py).  Frames are built with scapy, independently of the parser."""
 from __future__ import annotations
 
 import pytest
@@ -8,14 +8,13 @@ from scapy.layers.inet import GRE, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment
 from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
 
-from cases.test_tunnel_matrix import corrupt_outer
 from datapath.backends.dpdk import net_tap_rx_flags
 from datapath.model.decap import pop
 from datapath.model.packet import (ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
                                    PROTO_GRE, PROTO_TCP, PROTO_UDP, Packet, ether_type,
                                    ipv4_header, ipv6_header, parse_layer)
 from datapath.offloads import CsumState, RxFlags
-from fixtures.frames import encapsulate
+from fixtures.frames import corrupt_outer, encapsulate
 
 ETH = Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01")
 G, B = CsumState.GOOD, CsumState.BAD

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from datapath.backends.testpmd import (PromptTimeout, TestPmd, TestPmdError, parse_csum_show,
-                                       parse_offloads, parse_port_info, parse_port_stats)
+from datapath.backends.testpmd import (CsumLayer, CsumMode, FwdMode, PromptTimeout, TestPmd,
+                                       TestPmdError, parse_csum_show, parse_offloads,
+                                       parse_port_info, parse_port_stats)
 
 STATS = """
   ######################## NIC statistics for port 0  ########################
@@ -131,7 +132,7 @@ def test_commands_and_refusals(fake_testpmd) -> None:
     assert pmd.send_command("bogus", check=False) == "Command not found"
     assert [c for c, _ in pmd.transcript][:2] == ["show port stats 0", "start"]
     with pytest.raises(ValueError):
-        pmd.set_csum(0, "tcp", "maybe")
+        pmd.set_csum(0, CsumLayer.TCP, "maybe")  # type: ignore[arg-type]
     pid = pmd.pid
     pmd.quit()
     assert not pmd.alive() and pid is not None
@@ -187,17 +188,17 @@ def test_real_testpmd_with_null_ports() -> None:
     with pmd:
         info = pmd.port_info(0)
         assert info.driver == "net_null" and info.link_up
-        pmd.start_forwarding("io")
+        pmd.start_forwarding(FwdMode.IO)
         deadline = time.monotonic() + 5
         while pmd.port_stats(0).rx_packets == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert pmd.port_stats(0).rx_packets > 0
         assert "Forward statistics for port 0" in pmd.stop_forwarding()
         pmd.stop_port(0)
-        pmd.set_csum(0, "ip", "sw")
-        assert pmd.csum_show(0)["IP"] == "sw"
+        pmd.set_csum(0, CsumLayer.IP, CsumMode.SW)
+        assert pmd.csum_show(0)["IP"] is CsumMode.SW
         with pytest.raises(TestPmdError, match="not supported"):
-            pmd.set_csum(0, "tcp", "hw")  # net_null has no TCP checksum offload
+            pmd.set_csum(0, CsumLayer.TCP, CsumMode.HW)  # net_null has no TCP checksum offload
         with pytest.raises(TestPmdError, match="not supported"):
             pmd.set_tso(0, 1400)
         pmd.start_port(0)

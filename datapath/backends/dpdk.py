@@ -34,6 +34,7 @@ from harness.control import check
 from harness.install import OvsInstall
 from harness.pcap import PcapError, PcapReader, write_pcap
 from harness.sandbox import Sandbox, SandboxOptions
+from harness.vsctl import add_port, set_interface
 from harness.wait import WaitTimeout, wait_until
 
 NAME = "dpdk"
@@ -141,9 +142,9 @@ class DpdkTapPort(KernelPort):
                  peer: Netns) -> None:
         super().__init__(sb, bridge, name, ofport, peer)
         self.vdev = f"net_tap{next(_vdev_ids)}"
-        check(sb.vsctl("add-port", bridge, name, "--", "set", "Interface", name, "type=dpdk",
-                       f"options:dpdk-devargs={self.vdev},iface={name}", "options:n_rxq=2",
-                       f"ofport_request={ofport}"))
+        check(sb.vsctl(*add_port(bridge, name, type="dpdk",
+                                 options={"dpdk-devargs": f"{self.vdev},iface={name}", "n_rxq": 2},
+                                 ofport_request=ofport)))
         self.status = interface_status(sb, name)
         self.tx, self.tso = tx_from_status(self.status)
         self.rx_csum = self.status.get("rx_csum_offload") == "true"
@@ -185,11 +186,11 @@ class DpdkPcapPort(KernelPort):
         # Paths relative to vswitchd's working directory (the run directory): DPDK
         # refuses long devargs (E2BIG).
         rel = self.dir.relative_to(self.sb.rundir)
-        check(self.sb.vsctl(
-            "add-port", self.bridge, self.name, "--", "set", "Interface", self.name,
-            "type=dpdk", f"options:dpdk-devargs={self.vdev},rx_pcap={rel / 'rx.pcap'},"
-            f"tx_pcap={rel / 'tx.pcap'}", f"options:n_rxq_desc={self.RXQ_DESC[0]}",
-            f"ofport_request={self.ofport}"))
+        devargs = f"{self.vdev},rx_pcap={rel / 'rx.pcap'},tx_pcap={rel / 'tx.pcap'}"
+        check(self.sb.vsctl(*add_port(self.bridge, self.name, type="dpdk",
+                                      options={"dpdk-devargs": devargs,
+                                               "n_rxq_desc": self.RXQ_DESC[0]},
+                                      ofport_request=self.ofport)))
         self._reader = PcapReader(self.tx_file)
         self._pending: list[bytes] = []
         self.status = interface_status(self.sb, self.name)
@@ -203,8 +204,7 @@ class DpdkPcapPort(KernelPort):
         write_pcap(tmp, frames)
         tmp.replace(self.rx_file)
         self._desc ^= 1
-        check(self.sb.vsctl("set", "Interface", self.name,
-                            f"options:n_rxq_desc={self.RXQ_DESC[self._desc]}"))
+        check(self.sb.vsctl(*set_interface(self.name, options={"n_rxq_desc": self.RXQ_DESC[self._desc]})))
         self._reader = PcapReader(self.tx_file)
 
     def read_tx(self) -> list[bytes]:

@@ -8,6 +8,7 @@ from datapath.offloads import RxFlags, TxOffloads
 from harness.control import check
 from harness.pcap import PcapReader
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, set_interface
 
 NAME = "dummy"
 MAX_RX_BATCH = 100  # each dummy rxq holds at most 100 packets
@@ -24,9 +25,8 @@ class DummyPort:
         self._options: dict[str, str] = {"tx_pcap": self._pcap_option}
         self.rx = RxFlags()
         self.tx = TxOffloads()
-        check(sandbox.vsctl(
-            "add-port", bridge, name, "--", "set", "Interface", name, f"type={port_type}",
-            f"ofport_request={ofport}", f"options:tx_pcap={self.tx_pcap}"))
+        check(sandbox.vsctl(*add_port(bridge, name, type=port_type, ofport_request=ofport,
+                                      options={"tx_pcap": self.tx_pcap})))
         self._reader = PcapReader(self.tx_pcap)
 
     @classmethod
@@ -42,7 +42,7 @@ class DummyPort:
         port._pcap_option = pcap_name or (str(port.tx_pcap) if tx_pcap else None)
         port._options = {"tx_pcap": port._pcap_option} if port._pcap_option else {}
         if tx_pcap:
-            check(sandbox.vsctl("set", "Interface", name, f"options:tx_pcap={port.tx_pcap}"))
+            check(sandbox.vsctl(*set_interface(name, options={"tx_pcap": port.tx_pcap})))
         port._reader = PcapReader(port.tx_pcap)
         return port
 

@@ -224,6 +224,16 @@ class Sniffer:
         self.read()
         self.frames.clear()
 
+    @property
+    def sent(self) -> list[bytes]:
+        """The frames read so far that the namespace's stack transmitted."""
+        return [c.frame for c in self.frames if c.outgoing]
+
+    @property
+    def received(self) -> list[bytes]:
+        """The frames read so far that arrived from the wire."""
+        return [c.frame for c in self.frames if not c.outgoing]
+
     def close(self) -> None:
         self._sock.close()
 

@@ -37,7 +37,8 @@ VIRTIO_NET_F_GUEST_TSO6 = 8
 
 
 class OffloadMismatch(AssertionError):
-    """OVS reports other tx offloads than the device negotiated; says both."""
+    """OVS reports other tx offloads than the device (driver, virtio features,
+    kernel ethtool features) negotiated; says both."""
 
 
 def _report(port: str, lines: list[str], ovs: dict[str, str], device: str) -> None:

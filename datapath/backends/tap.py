@@ -22,15 +22,13 @@ from __future__ import annotations
 from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, datapath_rx_packets,
                                       interface_status, tx_from_status)
 from datapath.backends.netns import (KernelSide, Netns, ethtool_features, l4_offsets, link_mac)
+from datapath.backends.offload_check import OffloadMismatch
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
 from harness.sandbox import Sandbox, SandboxOptions
+from harness.vsctl import add_port
 
 NAME = "tap"
-
-
-class OffloadMismatch(AssertionError):
-    """OVS's Interface status and the kernel's ethtool features disagree."""
 LOG_ALLOW = MOVED_DEVICE_LOG
 
 
@@ -60,8 +58,7 @@ class TapPort(KernelPort):
     def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int, switch_ns: Netns,
                  peer: Netns) -> None:
         super().__init__(sb, bridge, name, ofport, peer)
-        check(sb.vsctl("add-port", bridge, name, "--", "set", "Interface", name, "type=tap",
-                       f"ofport_request={ofport}"))
+        check(sb.vsctl(*add_port(bridge, name, type="tap", ofport_request=ofport)))
         # What TUNSETOFFLOAD negotiated, while the tap is still where OVS made it.
         self.features = ethtool_features(switch_ns, name)
         self.csum = self.features.get("tx-checksum-ip-generic", False)
@@ -125,8 +122,7 @@ class VethPort(KernelPort):
         self.features = ethtool_features(self.switch_ns, self.name)
 
     def _add(self) -> None:
-        check(self.sb.vsctl("add-port", self.bridge, self.name, "--", "set", "Interface",
-                            self.name, f"ofport_request={self.ofport}"))
+        check(self.sb.vsctl(*add_port(self.bridge, self.name, ofport_request=self.ofport)))
         self.status = interface_status(self.sb, self.name)
         self.tx, self.tso = tx_from_status(self.status)
 

@@ -1,7 +1,7 @@
 """dpdk-testpmd at its interactive prompt, behind a small typed API.
 
     with TestPmd(eal_args + vdevs, app_args) as pmd:
-        pmd.set_fwd("io")
+        pmd.set_fwd(FwdMode.IO)
         pmd.start_forwarding()
         stats = pmd.port_stats(0)
 
@@ -16,6 +16,7 @@ import re
 import shutil
 import warnings
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Sequence
@@ -103,13 +104,42 @@ def parse_offloads(text: str) -> set[str]:
     return names
 
 
-def parse_csum_show(text: str) -> dict[str, str]:
-    """`csum show N`: {'IP': 'hw', 'UDP': 'sw', 'TCP': 'hw', ...}."""
-    out: dict[str, str] = {}
+class FwdMode(StrEnum):
+    """testpmd's forwarding engines (`set fwd MODE`, `--forward-mode=MODE`)."""
+
+    IO = "io"  # frames as they are, port to port
+    MAC = "mac"  # rewrites the Ethernet addresses
+    CSUM = "csum"  # also sets checksum (and TSO) offload flags, per `csum set`/`tso set`
+    RXONLY = "rxonly"
+    TXONLY = "txonly"
+    FLOWGEN = "flowgen"  # generates UDP flows
+
+
+class CsumLayer(StrEnum):
+    """The checksums the csum engine can leave to the port (`csum set LAYER ...`)."""
+
+    IP = "ip"
+    UDP = "udp"
+    TCP = "tcp"
+    SCTP = "sctp"
+    OUTER_IP = "outer-ip"
+    OUTER_UDP = "outer-udp"
+
+
+class CsumMode(StrEnum):
+    """Who computes a checksum in the csum engine: the port (hw) or testpmd (sw)."""
+
+    HW = "hw"
+    SW = "sw"
+
+
+def parse_csum_show(text: str) -> dict[str, CsumMode]:
+    """`csum show N`: {'IP': hw, 'UDP': sw, 'TCP': hw, ...}."""
+    out: dict[str, CsumMode] = {}
     for m in re.finditer(r"^\s*(IP|UDP|TCP|SCTP|Outer-Ip|Outer-Udp|Outer-IP|Outer-UDP)"
                          r" checksum offload is (\w+)", text, re.M | re.I):
         mode = m.group(2).lower()
-        out[m.group(1).upper()] = "hw" if mode in ("hw", "hardware") else "sw"
+        out[m.group(1).upper()] = CsumMode.HW if mode in ("hw", "hardware") else CsumMode.SW
     return out
 
 
@@ -236,11 +266,11 @@ class TestPmd:
 
     # -- typed commands ------------------------------------------------------------
 
-    def set_fwd(self, mode: str) -> None:
-        """Forwarding engine: io, mac, csum, rxonly, txonly, ..."""
-        self.send_command(f"set fwd {mode}")
+    def set_fwd(self, mode: FwdMode) -> None:
+        """`set fwd MODE`: the forwarding engine."""
+        self.send_command(f"set fwd {FwdMode(mode)}")
 
-    def start_forwarding(self, mode: str | None = None) -> None:
+    def start_forwarding(self, mode: FwdMode | None = None) -> None:
         if mode is not None:
             self.set_fwd(mode)
         self.send_command("start")
@@ -270,14 +300,12 @@ class TestPmd:
     def start_port(self, port: int) -> None:
         self.send_command(f"port start {port}", timeout=max(self.timeout, 30.0))
 
-    def set_csum(self, port: int, layer: str, mode: str) -> None:
-        """`csum set LAYER hw|sw PORT` (the csum engine's per-port checksum work);
-        LAYER is ip, udp, tcp, sctp, outer-ip or outer-udp.  The port must be stopped."""
-        if mode not in ("hw", "sw"):
-            raise ValueError(f"csum mode must be hw or sw, not {mode!r}")
-        self.send_command(f"csum set {layer} {mode} {port}")
+    def set_csum(self, port: int, layer: CsumLayer, mode: CsumMode) -> None:
+        """`csum set LAYER hw|sw PORT` (the csum engine's per-port checksum work).
+        The port must be stopped.  A value outside the enums is a ValueError."""
+        self.send_command(f"csum set {CsumLayer(layer)} {CsumMode(mode)} {port}")
 
-    def csum_show(self, port: int) -> dict[str, str]:
+    def csum_show(self, port: int) -> dict[str, CsumMode]:
         return parse_csum_show(self.send_command(f"csum show {port}"))
 
     def set_tso(self, port: int, segsz: int) -> None:

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Callable
 
 from datapath.backends.kernel import interface_status, tx_from_status
-from datapath.backends.testpmd import TestPmd
+from datapath.backends.testpmd import FwdMode, TestPmd
 from datapath.offloads import RxFlags, TxOffloads
 from harness.control import check
 from harness.pcap import PcapReader, read_all, write_pcap
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port
 from harness.wait import wait_until
 
 # testpmd's EAL: like vswitchd's, plus two lcores (main + one forwarding core).
@@ -50,9 +51,8 @@ class VhostUserClientPort:
                  socket_path: Path) -> None:
         self.sb, self.bridge, self.name, self.ofport = sb, bridge, name, ofport
         self.socket_path = socket_path
-        check(sb.vsctl("add-port", bridge, name, "--", "set", "Interface", name,
-                       "type=dpdkvhostuserclient", f"options:vhost-server-path={socket_path}",
-                       f"ofport_request={ofport}"))
+        check(sb.vsctl(*add_port(bridge, name, type="dpdkvhostuserclient",
+                                 options={"vhost-server-path": socket_path}, ofport_request=ofport)))
         self.status: dict[str, str] = {}
 
     def wait_connected(self, timeout: float = 20.0) -> dict[str, str]:
@@ -107,7 +107,8 @@ class GuestInjector:
     """The Port face of the guest for send_and_expect: send() starts testpmd's
     forwarding, which hands the pcap's frames to OVS through the vhost port."""
 
-    def __init__(self, guest: Guest, port: VhostUserClientPort, mode: str = "io") -> None:
+    def __init__(self, guest: Guest, port: VhostUserClientPort,
+                 mode: FwdMode = FwdMode.IO) -> None:
         self.guest, self.port, self.mode = guest, port, mode
         self.name = f"{port.name} (testpmd {mode})"
         self.ofport = port.ofport
