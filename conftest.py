@@ -1,8 +1,21 @@
 # The framework's pytest plugins; being at the rootdir, this also puts the
 # checkout first on sys.path (our `fixtures` package, not PyPI's).  A plugin other
 # plugins import comes before them, so that pytest rewrites its asserts.
-pytest_plugins = ["reports.plugin", "fixtures.requires", "fixtures.plugin", "fixtures.shard",
-                  "fixtures.bench", "fixtures.pushpop", "fixtures.verdict", "fixtures.lifecycle", "fixtures.backends",
-                  "fixtures.real_ports", "fixtures.system_traffic",
-                  "fixtures.plain_bench", "fixtures.explore", "fixtures.system_dpdk",
-                  "fixtures.dpdk_tunnel", "perf.plugin"]
+pytest_plugins = [
+    "reports.plugin",
+    "fixtures.requires",
+    "fixtures.plugin",
+    "fixtures.shard",
+    "fixtures.bench",
+    "fixtures.pushpop",
+    "fixtures.verdict",
+    "fixtures.lifecycle",
+    "fixtures.backends",
+    "fixtures.real_ports",
+    "fixtures.system_traffic",
+    "fixtures.plain_bench",
+    "fixtures.explore",
+    "fixtures.system_dpdk",
+    "fixtures.dpdk_tunnel",
+    "perf.plugin",
+]
