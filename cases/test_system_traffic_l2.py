@@ -224,9 +224,8 @@ def test_ping_over_bond(system_traffic: Callable[..., Traffic], request: pytest.
     (upstream's OVS_WAIT_UNTIL), upstream's pings of 56, 1600 and 3200 bytes
     are all answered.  This kernel has no bonding devices, so the far end's
     802.3ad bond is an OVS bond too, on a second bridge (br-bond, the same LACP
-    and balance-tcp)
-    with a veth into at_ns1 named as upstream's bond0; where the kernel has
-    them, upstream's Linux bond is used.  Judged: every frame at_ns0 sent left
+    and balance-tcp) with a veth into at_ns1 named as upstream's bond0; where
+    the kernel has them, upstream's Linux bond is used.  Judged: every frame at_ns0 sent left
     br0 on exactly one member as the model's output, and every frame crossed
     between at_ns0 and at_ns1, both ways, unchanged (NORMAL switching)."""
     t: Traffic = system_traffic(flavour)
