@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from datapath.backends.native_tunnel import Captured
 from datapath.model import l2tags
 from datapath.model.l2tags import (Decap, EncapEthernet, EncapMpls, L2Action, PopMpls,
                                    PushMpls, SetEthAddrs)
@@ -50,6 +51,13 @@ class Mpls:
 
 def rule(actions: list[L2Action]) -> Rule:
     return tagged(actions)
+
+
+def unicast_mpls(yes: Rule, no: Rule) -> Rule:
+    """A flow table that matches dl_type=0x8847 (`yes`), the rest (`no`)."""
+    def pick(c: Captured) -> list[bytes]:
+        return (yes if c.frame[12:14] == b"\x88\x47" else no)(c)
+    return pick
 
 
 def encap_flows(port: str, mc: bool, labels: tuple[int, ...]) -> tuple[str, ...]:
@@ -89,8 +97,7 @@ CASES = {
          "table=0,priority=10 actions=resubmit(,1)",
          "table=1,priority=10 actions=normal"), (),
         lambda b: ipv4_only(rule([PushMpls(0x8847, 4)]), same()),
-        lambda b: lambda c: (rule([PopMpls(0x0800)])(c) if c.frame[12:14] == b"\x88\x47"
-                             else [c.frame])),
+        lambda b: unicast_mpls(rule([PopMpls(0x0800)]), same())),
     "datapath - multiple mpls label pop": Mpls(
         ("table=0,priority=100,dl_type=0x0800 actions=push_mpls:0x8847,set_mpls_label:4,"
          "push_mpls:0x8847,set_mpls_label:2,push_mpls:0x8847,set_mpls_label:1,resubmit(,3)",
@@ -104,8 +111,8 @@ CASES = {
          "table=3,priority=10 actions=normal"), (),
         lambda b: ipv4_only(rule([PushMpls(0x8847, 4), PushMpls(0x8847, 2),
                                   PushMpls(0x8847, 1)]), same()),
-        lambda b: lambda c: (rule([PopMpls(0x8847), PopMpls(0x8847), PopMpls(0x0800)])(c)
-                             if c.frame[12:14] == b"\x88\x47" else [c.frame])),
+        lambda b: unicast_mpls(rule([PopMpls(0x8847), PopMpls(0x8847), PopMpls(0x0800)]),
+                               same())),
     "datapath - encap decap mpls actions": encap_case(False, (2,)),
     "datapath - encap decap mpls_mc actions": encap_case(True, (2,)),
     "datapath - multiple encap decap mpls actions": encap_case(False, (3, 2)),
@@ -124,8 +131,7 @@ CASES = {
          "table=0,priority=10 actions=resubmit(,3)", "table=3,priority=10 actions=normal"),
         lambda b: ipv4_only(rule([Decap(), EncapMpls(2), EncapEthernet(mac_of(b)[1],
                                                                        mac_of(b)[0])]), same()),
-        lambda b: lambda c: (rule([PopMpls(0x0800)])(c) if c.frame[12:14] == b"\x88\x47"
-                             else [c.frame]),
+        lambda b: unicast_mpls(rule([PopMpls(0x0800)]), same()),
         macs=True, ofport=True, of13=True, masked=True),
     "datapath - push mpls decap mpls actions": Mpls(
         ("table=0,priority=100,dl_type=0x0800 actions=push_mpls:0x8847,"
@@ -141,9 +147,8 @@ CASES = {
          f"mod_dl_src:{MAC0},resubmit(,3)",
          "table=0,priority=10 actions=resubmit(,3)", "table=3,priority=10 actions=normal"),
         lambda b: ipv4_only(rule([PushMpls(0x8847, 2)]), same()),
-        lambda b: lambda c: (rule([Decap(), Decap(0x0800), EncapEthernet(),
-                                   SetEthAddrs(*mac_of(b))])(c)
-                             if c.frame[12:14] == b"\x88\x47" else [c.frame]),
+        lambda b: unicast_mpls(rule([Decap(), Decap(0x0800), EncapEthernet(),
+                                     SetEthAddrs(*mac_of(b))]), same()),
         macs=True, ofport=True, of13=True),
 }
 # The first two tests load the same flows.txt into both bridges.
@@ -194,3 +199,83 @@ def test_mpls(system_traffic: Callable[..., Traffic], request: pytest.FixtureReq
     t.check_ping(ns0, "10.1.1.2")
     t.check_ping(ns1, "10.1.1.1")
     assert wire.verify() >= 24  # 6 requests and 6 replies, each on two hops
+
+
+# ----------------------------------------------------------------------------
+# mpls[_mc] - encap header / decap header, dp-support and slow-path
+
+ICMP_PKT = ("eth_src=36:b1:ee:7c:01:03,eth_dst=36:b1:ee:7c:01:02,eth_type=0x0800,"
+            "nw_src=10.1.1.1,nw_dst=10.1.1.2,nw_proto=1,nw_ttl=64,nw_frag=no,"
+            "icmp_type=8,icmp_code=0")
+
+
+def mpls_header(ethertype: str) -> str:
+    return (f"eth_src={ENC_SRC},eth_dst={ENC_DST},eth_type={ethertype},"
+            "mpls_label=2,mpls_ttl=64,mpls_bos=1")
+
+
+HEADER_TESTS = [(f"{kind} - {way} header {path}", kind, way, path)
+                for kind, way in (("mpls", "encap"), ("mpls_mc", "encap"), ("mpls", "decap"))
+                for path in ("dp-support", "slow-path")]
+
+
+@FLAVOUR
+@pytest.mark.parametrize("kind,way,path", [
+    pytest.param(kind, way, path, marks=upstream(title), id=f"{kind}-{way}-{path}")
+    for title, kind, way, path in HEADER_TESTS])
+def test_mpls_header(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                     flavour: str, kind: str, way: str, path: str) -> None:
+    """One ICMP echo request (ovs-ofctl compose-packet --bare, sent from p0 as
+    upstream's sendpkt.py does) through br0's single flow: encap(mpls[_mc])
+    with label 2 and a new Ethernet header, or decap of such a packet; the
+    datapath does it (dp-support: skipped unless dpif/show-dp-features says
+    "MPLS Label add: Yes", as upstream) or the slow path does (add_mpls
+    false).  Upstream's check: tcpdump's capture in at_ns1 holds the exact
+    packet (ovs-pcap, the composed MPLS header with TTL 64 and the ICMP packet).
+    Beyond: the frame against the model's encap/decap (RFC 3032,
+    ovs-actions(7); TC and TTL masked there, upstream's hex checks them)."""
+    t: Traffic = system_traffic(flavour)
+    if path == "slow-path":
+        check(t.sb.appctl("dpif/set-dp-features", "br0", "add_mpls", "false"))
+    elif "MPLS Label add: Yes" not in t.sb.appctl("dpif/show-dp-features", "br0").stdout:
+        pytest.skip("dpif/show-dp-features br0 does not say 'MPLS Label add: Yes'")
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    t.add_veth("p0", ns0, "br0", "10.1.1.1/24", MAC0)
+    t.add_veth("p1", ns1, "br0", "10.1.1.2/24", MAC1)
+    mc = kind == "mpls_mc"
+    ethertype = "0x8848" if mc else "0x8847"
+    if way == "encap":
+        flow = (f"table=0,priority=100,dl_type=0x0800 actions=encap({kind}),set_mpls_label:2,"
+                f"encap(ethernet),set_field:{ENC_DST}->dl_dst,set_field:{ENC_SRC}->dl_src,"
+                "ovs-p1")
+        model = ipv4_only(rule([EncapMpls(2, mc), EncapEthernet(ENC_DST, ENC_SRC)]),
+                          lambda c: [])
+    else:
+        flow = ("table=0,priority=100,dl_type=0x8847,mpls_label=2 actions=decap(),"
+                "decap(packet_type(ns=0,type=0)),ovs-p1")
+        model = unicast_mpls(rule([Decap(), Decap(l2tags.ETHERNET)]), lambda c: [])
+    check(t.sb.ofctl("-Oopenflow13", "add-flow", "br0", flow))
+    pcap, err = t.sb.rundir / "p1.pcap", t.sb.rundir / "tcpdump_err"
+    t.daemonize("tcpdump", ["sh", "-c", f"exec tcpdump -l -n -xx -U -i p1 -w {pcap} 2>{err}"],
+                ns1, t.sb.rundir / "tcpdump.out")
+    from harness.wait import wait_until
+    wait_until(lambda: err.exists() and "listening" in err.read_text(), 10,
+               what="tcpdump to listen on p1")
+    icmp = check(t.run(["ovs-ofctl", "compose-packet", "--bare", ICMP_PKT])).stdout.strip()
+    header = check(t.run(["ovs-ofctl", "compose-packet", "--bare",
+                          mpls_header(ethertype)])).stdout.strip()
+    wire = Crossings(t, request)
+    wire.hop("at_ns0 -> br0 -> at_ns1", (ns0, "p0", True), (ns1, "p1", False), model,
+             "ethernet", l2tags.mask_lse)
+    from datapath.backends.netns import KernelSide
+    side = KernelSide(ns0, "p0")
+    t.env.cleanup.defer("close p0", side.close)
+    sent = header + icmp if way == "decap" else icmp
+    side.send([bytes.fromhex(sent)])
+    want = f"{header}{icmp}" if way == "encap" else icmp
+
+    def captured() -> bool:
+        dump = t.run(["ovs-pcap", str(pcap)]).stdout
+        return any(line.strip() == want for line in dump.splitlines())
+    wait_until(captured, 10, what=f"ovs-pcap p1.pcap to show ^{want}$")
+    assert wire.verify() >= 1
