@@ -17,7 +17,9 @@ from collections.abc import Callable
 
 import pytest
 
-from fixtures.system_l2 import (Crossings, TagEdge, add_tag_edge, kernel_vlan, port_tx,
+from datapath.backends.native_tunnel import Captured
+from datapath.offloads import TxOffloads
+from fixtures.system_l2 import (Crossings, Rule, TagEdge, add_tag_edge, kernel_vlan, port_tx,
                                 switched, tagged, vlan_stack_probed)
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
@@ -269,3 +271,90 @@ def test_ping_over_bond(system_traffic: Callable[..., Traffic], request: pytest.
              lambda c: [c.frame])
     pings(t, ns0, "10.1.1.2", False)
     assert wire.verify() >= 54
+
+
+# ----------------------------------------------------------------------------
+# ping6: IPv6 later fragments, header modify
+
+
+@FLAVOUR
+@upstream("datapath - ping6 between two ports IPv6 later fragments")
+def test_ping6_later_fragments(system_traffic: Callable[..., Traffic],
+                               request: pytest.FixtureRequest, flavour: str) -> None:
+    """br0 forwards (priority 1, normal) but drops tcp6 (priority 2): the
+    fragments of ping6 -s 1600 and -s 3200 must not be taken for TCP.
+    Upstream's pings, then its checks of `dpctl/dump-flows -m --names`: some
+    ipv6 frag=later flow matches proto=44 (the fragment header's own next
+    header, which is all a later fragment shows), and none matches another
+    proto.  Every frame forwarded, both ways, as the model's NORMAL output."""
+    t: Traffic = system_traffic(flavour)
+    check(t.sb.ofctl("add-flow", "br0", "priority=1,actions=normal"))
+    check(t.sb.ofctl("add-flow", "br0", "priority=2,tcp6,actions=drop"))
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    t.add_veth("p0", ns0, "br0", "fc00::1/96", "", "", "nodad")
+    t.add_veth("p1", ns1, "br0", "fc00::2/96", "", "", "nodad")
+    wire = through_br0(t, request, ns0, ns1)
+    t.wait_ping6(ns0, "fc00::2")
+    pings(t, ns0, "fc00::2", True)
+    dump = check(t.sb.appctl("dpctl/dump-flows", "-m", "--names")).stdout
+    later = [ln for ln in dump.splitlines() if "ipv6" in ln and "frag=later" in ln]
+    assert any("proto=44" in ln for ln in later), f"no frag=later flow with proto=44:\n{dump}"
+    assert all("proto=44" in ln for ln in later), f"a frag=later flow without proto=44:\n{dump}"
+    assert wire.verify() >= 18
+
+
+H_MAC0, H_MAC1 = "e4:11:22:33:44:55", "e4:11:22:33:44:54"
+
+
+@FLAVOUR
+@upstream("datapath - ping6 between two ports with header modify")
+def test_ping6_header_modify(system_traffic: Callable[..., Traffic],
+                             request: pytest.FixtureRequest, flavour: str) -> None:
+    """at_ns0 pings fc00::3, which br0 rewrites to at_ns1's fc00::2 on the way
+    there (set_field ipv6_dst) and back from fc00::2 on the way back
+    (set_field ipv6_src): upstream's flows (after revalidator/wait) and pings
+    of 56, 1600 and 3200 bytes, all answered.  Judged: every rewritten frame
+    against the model (datapath/model/ipv6addr.py: the address, and the
+    ICMPv6 checksum through the pseudo-header where the packet carries it;
+    a later fragment only the address), everything else as NORMAL output."""
+    from datapath.model.ipv6addr import set_ipv6_addr
+    t: Traffic = system_traffic(flavour)
+    check(t.sb.ofctl("add-flow", "br0", "actions=normal"))
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    t.add_veth("p0", ns0, "br0", "fc00::1/96", H_MAC0, "", "nodad")
+    t.add_veth("p1", ns1, "br0", "fc00::2/96", H_MAC1, "", "nodad")
+    t.ip("-6", "neigh", "add", "fc00::3", "lladdr", H_MAC1, "dev", "p0", ns=ns0)
+    t.wait_ping6(ns0, "fc00::2")
+    t.wait_ping6(ns1, "fc00::1")
+    flows = t.sb.rundir / "flows.txt"
+    flows.write_text(
+        "priority=100,in_port=ovs-p0,ipv6,ipv6_src=fc00::1,ipv6_dst=fc00::3,"
+        "actions=set_field:fc00::2->ipv6_dst,ovs-p1\n"
+        "priority=100,in_port=ovs-p1,ipv6,ipv6_src=fc00::2,ipv6_dst=fc00::1,"
+        "actions=set_field:fc00::3->ipv6_src,ovs-p0\n"
+        "priority=0,actions=NORMAL\n")
+    check(t.sb.ofctl("del-flows", "br0"))
+    check(t.sb.ofctl("add-flows", "br0", str(flows)))
+    check(t.sb.appctl("revalidator/wait"))
+
+    def rewrite(field: str, match: tuple[str, str], to: str, tx: TxOffloads) -> Rule:
+        normal = switched(tx)
+
+        def rule(c: Captured) -> list[bytes]:
+            f = c.frame
+            if f[12:14] == b"\x86\xdd" and (ip6(f, 8), ip6(f, 24)) == match:
+                return [set_ipv6_addr(f, field, to)]
+            return normal(c)
+        return rule
+    wire = Crossings(t, request)
+    wire.hop("at_ns0 -> br0 -> at_ns1", (ns0, "p0", True), (ns1, "p1", False),
+             rewrite("dst", ("fc00::1", "fc00::3"), "fc00::2", port_tx(t, "ovs-p1")))
+    wire.hop("at_ns1 -> br0 -> at_ns0", (ns1, "p1", True), (ns0, "p0", False),
+             rewrite("src", ("fc00::2", "fc00::1"), "fc00::3", port_tx(t, "ovs-p0")))
+    pings(t, ns0, "fc00::3", True)
+    assert wire.verify() >= 18
+
+
+def ip6(frame: bytes, ofs: int) -> str:
+    import ipaddress
+    return str(ipaddress.IPv6Address(frame[14 + ofs:14 + ofs + 16]))
