@@ -1,13 +1,12 @@
-"""system-traffic.at's "datapath - drop action", as `make
-check-system-userspace` (and check-system-tso) run it: a flow table whose
-resubmit chain from at_ns0's port exceeds OVS's resubmit limit, so the
-datapath flow for at_ns0's IPv4 becomes an explicit drop (upstream skips
-unless the datapath supports it: OVS_CHECK_DROP_ACTION).
+"""system-traffic.at's "datapath - clone action", as `make
+check-system-userspace` (and check-system-tso) run it.
 
-Upstream's checks: ping from at_ns0 exits 1, and the IPv4 datapath flow
-(dpctl/dump-flows, after strip_ptype, strip_eth, strip_recirc, strip_stats
-and strip_used) is the one drop flow.  Beyond upstream: no IPv4 frame at_ns0
-sent came out at at_ns1, while ARP (NORMAL) crossed as the model's output.
+"datapath - drop action" is not here yet: its upstream check (the IPv4
+datapath flow's `used:` after the ping) read `used:never` in 1 of 4 calm
+runs: the first upcall's translation (4096 resubmits) takes ~130 ms, and
+the revalidator, re-translating the same flow every 500 ms, left the flow's
+stats at zero before the dump; the event that would make it deterministic
+is not pinned down.
 """
 from __future__ import annotations
 
@@ -16,70 +15,60 @@ from collections.abc import Callable
 
 import pytest
 
-from datapath.backends.native_tunnel import Captured
 from fixtures.system_l2 import Crossings, port_tx, switched
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
-from harness.filters import strip_recirc, strip_stats
-from harness.wait import settled
+from harness.wait import wait_until
 
-DROP_FLOW = ("recirc_id(<recirc>),in_port(2),eth_type(0x0800),ipv4(frag=no), packets:0, "
-             "bytes:0, used:0.0s, actions:drop\n")
-
-
-def flows_txt() -> str:
-    """Upstream's flows.txt: ARP and ICMPv6 normal, then a chain of 64 double
-    resubmits (in_port=i -> resubmit:i+1 twice, local), past OVS's limit."""
-    lines = ["priority=100, arp, actions=normal", "priority=100, icmp6, actions=normal"]
-    lines += [f"priority=0, in_port={i}, actions=resubmit:{i + 1}, resubmit:{i + 1}, local"
-              for i in range(1, 65)]
-    lines.append("priority=0, in_port=65, actions=local")
-    return "".join(f"{line}\n" for line in lines)
+CLONE_FLOWS = (
+    "priority=1 actions=NORMAL",
+    "priority=10 in_port=1,ip,actions=clone(mod_dl_dst(50:54:00:00:00:0a),"
+    "set_field:192.168.3.3->ip_dst), output:2",
+    "priority=10 in_port=2,ip,actions=clone(mod_dl_src(ae:c6:7e:54:8d:4d),"
+    "mod_dl_dst(50:54:00:00:00:0b),set_field:192.168.4.4->ip_dst, controller), output:1")
+CLONE_PACKET_IN = ("icmp,vlan_tci=0x0000,dl_src=ae:c6:7e:54:8d:4d,dl_dst=50:54:00:00:00:0b,"
+                   "nw_src=10.1.1.2,nw_dst=192.168.4.4,nw_tos=0,nw_ecn=0,nw_ttl=64,nw_frag=no,"
+                   "icmp_type=0,icmp_code=0 icmp_csum: <skip>\n")
 
 
-def ipv4_flows(t: Traffic) -> str:
-    """dpctl/dump-flows | grep eth_type(0x0800) | strip_ptype | strip_eth |
-    strip_recirc | strip_stats | strip_used | sort."""
-    out = check(t.sb.appctl("dpctl/dump-flows")).stdout
-    lines = []
-    for line in out.splitlines():
-        if "eth_type(0x0800)" not in line:
-            continue
-        line = re.sub(r"packet_type\(ns=[0-9]*,id=[0-9]*\),", "", line).replace("eth(),", "")
-        line = strip_stats(strip_recirc(line + "\n")).rstrip("\n")
-        lines.append(re.sub(r"used:[0-9]*\.[0-9]*", "used:0.0", line))
-    return "".join(f"{ln}\n" for ln in sorted(lines))
+def strip_monitor_csum(text: str) -> str:
+    """STRIP_MONITOR_CSUM: grep "csum:" | sed 's/csum:.*/csum: <skip>/'."""
+    return "".join(re.sub(r"csum:.*", "csum: <skip>", ln) + "\n"
+                   for ln in text.splitlines() if "csum:" in ln)
 
 
 @FLAVOUR
-@upstream("datapath - drop action")
-def test_drop_action(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
-                     flavour: str) -> None:
-    """Upstream's flows, ping (exit 1) and dump check, the dump waited for
-    until it equals upstream's line (OVS_WAIT_UNTIL_EQUAL); the frames as the
-    module docstring says.  Upstream's stop drops every WARN line (the
-    resubmit limit's complaints)."""
+@upstream("datapath - clone action")
+def test_clone_action(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                      flavour: str) -> None:
+    """Upstream's flows: IP from port 1 is cloned with rewritten addresses (and
+    the clone dropped), then output to 2; IP from port 2 is cloned with
+    rewrites and sent to the controller, then output to 1.  A ping from
+    at_ns0 must be answered 3 times out of 3, and ovs-ofctl monitor must show
+    the three rewritten echo replies (upstream's STRIP_MONITOR_CSUM).  Beyond
+    upstream: the frames that crossed both ways are the ones sent, unchanged
+    (ovs-actions(7): clone works on a copy; the original's actions go on)."""
+    from harness.ofmonitor import OfctlMonitor
     t: Traffic = system_traffic(flavour)
-    if not any("Datapath supports explicit drop action" in ln for ln in t.sb.log_lines()):
-        pytest.skip("OVS_CHECK_DROP_ACTION: ovs-vswitchd.log does not say 'Datapath supports "
-                    "explicit drop action'")
-    t.sb.allow_log(r"\|WARN\|")
     ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    t.add_namespace("at_ns2")  # ADD_NAMESPACES(at_ns0, at_ns1, at_ns2): unused by upstream too
     t.add_veth("p0", ns0, "br0", "10.1.1.1/24")
     t.add_veth("p1", ns1, "br0", "10.1.1.2/24")
+    check(t.sb.vsctl("--", "set", "interface", "ovs-p0", "ofport_request=1", "--", "set",
+                     "interface", "ovs-p1", "ofport_request=2"))
     flows = t.sb.rundir / "flows.txt"
-    flows.write_text(flows_txt())
-    check(t.sb.ofctl("add-flows", "--bundle", "br0", str(flows)))
+    flows.write_text("".join(f"{f}\n" for f in CLONE_FLOWS))
+    check(t.sb.ofctl("add-flows", "br0", str(flows)))
     wire = Crossings(t, request)
-    normal = switched(port_tx(t, "ovs-p1"))
-
-    def table(c: Captured) -> list[bytes]:  # ARP normal, IPv4 dropped
-        return normal(c) if c.frame[12:14] == b"\x08\x06" else []
-    wire.hop("at_ns0 -> br0 -> at_ns1", (ns0, "p0", True), (ns1, "p1", False), table)
-    res = t.run(["ping", "-q", "-c", "10", "-i", "0.1", "-w", "2", "10.1.1.2"], ns0, timeout=30)
-    assert res.rc == 1, f"ping through the drop flow: expected exit 1, got {res.rc}\n{res}"
-    got = settled(lambda: ipv4_flows(t), DROP_FLOW)
-    assert got == DROP_FLOW, f"dpctl/dump-flows: expected\n{DROP_FLOW}got\n{got}"
-    wire.verify()
-    sent = [s for s in wire.hops[0].src.frames if s.outgoing and s.frame[12:14] == b"\x08\x00"]
-    assert len(sent) >= 10, f"at_ns0 sent {len(sent)} IPv4 frames, want its 10 echo requests"
+    wire.hop("at_ns0 -> br0 -> at_ns1", (ns0, "p0", True), (ns1, "p1", False),
+             switched(port_tx(t, "ovs-p1")))
+    wire.hop("at_ns1 -> br0 -> at_ns0", (ns1, "p1", True), (ns0, "p0", False),
+             switched(port_tx(t, "ovs-p0")))
+    with OfctlMonitor(t.sb, "br0", "65534", "invalid_ttl") as monitor:
+        t.check_ping(ns0, "10.1.1.2")
+        wait_until(lambda: strip_monitor_csum(monitor.text()).count("\n") >= 3, 10,
+                   what="three packet-ins from ovs-ofctl monitor", describe=monitor.text)
+        got = strip_monitor_csum(monitor.exit())
+    assert got == CLONE_PACKET_IN * 3, f"ofctl_monitor.log: expected\n{CLONE_PACKET_IN * 3}" \
+                                       f"got\n{got}"
+    assert wire.verify() >= 6

@@ -52,4 +52,4 @@ def test_system_traffic_ids_name_titles_of_the_file() -> None:
     listed = {t.title for t in FILES["system-traffic.at"]}
     assert {file for file, _ in found} == {"system-traffic.at"}
     assert {title for _, title in found} <= listed, {title for _, title in found} - listed
-    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 1  # tunnels, truncate, l2, mpls, igmp, drop
+    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 1  # tunnels, truncate, l2, mpls, igmp, clone
