@@ -1,7 +1,8 @@
 """system-traffic.at's first tests, as `make check-system-userspace` (and
 check-system-tso) run them: pings and HTTP between two namespaces through
 br0 (actions=normal), untagged, on a VLAN and on a customer VLAN inside a
-service VLAN (QinQ).
+service VLAN (QinQ), and over an LACP bond; ping6 with IPv6 later fragments
+and with IPv6 address rewrites.
 
 Each case keeps upstream's topology, addresses, commands (ping, curl) and
 checks (ping's summary after FORMAT_PING, curl's exit status).  Beyond
