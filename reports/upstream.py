@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reports.system_userspace import SYSTEM_USERSPACE
+
 RELEASE = "Open vSwitch 4.0.0"
 DEFAULT_FILE = "dpif-netdev.at"
 
@@ -138,26 +140,10 @@ _SYSTEM_AFXDP = ["AF_XDP - infinite re-addition of failed ports",
     "AF_XDP - ping between pmd and non-pmd ports",
 ]
 
-# system-traffic.at: the tunnel tests that `make check-system-userspace` (and
-# check-system-tso) run on this datapath, numbered as system-userspace-testsuite
-# lists them (the file's other tests are not this suite's subject).
-_SYSTEM_TRAFFIC = [f"datapath - {t}" for t in (
-    "ping over vxlan tunnel", "tcp over vxlan tunnel with software fallback",
-    "ping vlan over vxlan tunnel", "ping over vxlan6 tunnel", "ping over gre tunnel",
-    "tcp over gre tunnel with software fallback", "ping over ip6gre L2 tunnel",
-    "ping over erspan v1 tunnel", "ping over erspan v2 tunnel", "ping over ip6erspan v1 tunnel",
-    "ping over ip6erspan v2 tunnel", "ping over geneve tunnel",
-    "ping over geneve tunnel, delete flow regression", "flow resume with geneve tun_metadata",
-    "ping over geneve6 tunnel", "slow_action on geneve6 tunnel", "bridging two geneve tunnels",
-    "bridging IPv4 and IPv6 flow based geneve tunnels",
-    "handling of geneve corrupted metadata", "ping over gre tunnel by simulated packets",
-    "ping over erspan v1 tunnel by simulated packets",
-    "ping over erspan v2 tunnel by simulated packets",
-    "ping over ip6erspan v1 tunnel by simulated packets",
-    "ping over ip6erspan v2 tunnel by simulated packets", "ping over srv6 tunnel",
-    "ping6 over srv6 tunnel")]
-_SYSTEM_TRAFFIC_TRUNCATE = ["datapath - truncate and output to gre tunnel by simulated packets",
-                            "datapath - truncate and output to gre tunnel"]
+# check-system-userspace's files (system-traffic.at and the four after it),
+# numbered as system-userspace-testsuite lists them.
+_SYSTEM_USERSPACE = {file: tuple(UpstreamTest(n, title) for n, title in tests)
+                     for file, tests in SYSTEM_USERSPACE.items()}
 
 # File name -> its tests, in suite order.  Numbers: OVS 4.0.0 `tests/testsuite -l`.
 FILES: dict[str, tuple[UpstreamTest, ...]] = {
@@ -167,14 +153,13 @@ FILES: dict[str, tuple[UpstreamTest, ...]] = {
     "tunnel-push-pop-ipv6.at": _numbered(844, _TPP6),
     "system-dpdk.at": _numbered(1, _SYSTEM_DPDK, frozenset({"OVS-DPDK - headroom expansion"})),
     "system-afxdp.at": _numbered(1, _SYSTEM_AFXDP),
-    "system-traffic.at": _numbered(11, _SYSTEM_TRAFFIC) + _numbered(47, _SYSTEM_TRAFFIC_TRUNCATE),
+    **_SYSTEM_USERSPACE,
 }
 # Files listed in part: what the section covers.
-SCOPE = {"system-traffic.at": "its tunnel tests, numbered as system-userspace-testsuite lists "
-                              "them"}
+SCOPE: dict[str, str] = {}
 
 # The files of OVS's main testsuite (tests/testsuite); the system-*.at files
-# have testsuites of their own (make check-dpdk, check-afxdp).
+# have testsuites of their own (make check-dpdk, check-afxdp, check-system-userspace).
 MAIN_SUITE_FILES = ("dpif-netdev.at", "pmd.at", "tunnel-push-pop.at", "tunnel-push-pop-ipv6.at")
 
 # Backward-compatible views of dpif-netdev.at alone.

@@ -209,7 +209,7 @@ def test_traceability_lists_every_upstream_test(tmp_path: Path) -> None:
     assert stats["number"] == 1146 and stats["status"] == "passed"
     render(_run(cases), str(tmp_path))
     html = (tmp_path / "upstream.html").read_text()
-    assert "<b>4 of 147</b> upstream tests reproduced, 3 passing, 143 not reproduced yet" in html
+    assert "<b>4 of 337</b> upstream tests reproduced, 3 passing, 333 not reproduced yet" in html
     dpif = html[html.index('<section id="dpif-netdev-at"'):html.index('<section id="pmd-at"')]
     assert "<b>3 of 48</b> tests of tests/dpif-netdev.at" in dpif
     assert dpif.count('data-status="missing"') == 45
@@ -224,8 +224,12 @@ def test_traceability_lists_every_upstream_test(tmp_path: Path) -> None:
 
 def test_upstream_files_are_numbered_as_the_4_0_testsuite() -> None:
     from reports.upstream import FILES, find
-    assert [len(tests) for tests in FILES.values()] == [48, 20, 14, 7, 28, 2, 28]
-    # system-traffic.at's tunnel tests, numbered as system-userspace-testsuite -l lists them
+    assert [len(tests) for tests in FILES.values()] == [48, 20, 14, 7, 28, 2, 192, 4, 8, 1, 13]
+    # check-system-userspace's 218, numbered as system-userspace-testsuite -l lists them
+    assert find("datapath - ping between two ports", "system-traffic.at").number == 1
+    assert find("psample - from ct label", "system-traffic.at").number == 192
+    assert find("layer3 - ping over VXLAN-GPE", "system-layer3-tunnels.at").number == 193
+    assert find("ovs-route - route lookup + rules", "system-route.at").number == 218
     assert find("datapath - ping over vxlan tunnel", "system-traffic.at").number == 11
     assert find("datapath - ping6 over srv6 tunnel", "system-traffic.at").number == 36
     assert find("datapath - truncate and output to gre tunnel", "system-traffic.at").number == 48

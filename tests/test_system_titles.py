@@ -1,7 +1,8 @@
 """Every test of upstream's system-dpdk.at and system-afxdp.at (Open vSwitch
 4.0.0) is named, with its exact AT_SETUP title and its file, by at least one
 pytest id; and no id names a title those files do not have.  The
-system-traffic.at reproductions name only titles of its tunnel slice."""
+system-traffic.at reproductions name only titles of that file as
+check-system-userspace lists it."""
 from __future__ import annotations
 
 import subprocess
@@ -36,11 +37,14 @@ def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
     assert set(found) == {"system-dpdk.at", "system-afxdp.at"}, sorted(found)
 
 
-def test_system_traffic_ids_name_titles_of_its_tunnel_slice() -> None:
+def test_system_traffic_ids_name_titles_of_the_file() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.upstream_dump",
          "--collect-only", "-q", "cases/test_system_traffic.py",
-         "cases/test_system_traffic_simulated.py", "cases/test_system_traffic_srv6.py"],
+         "cases/test_system_traffic_simulated.py", "cases/test_system_traffic_srv6.py",
+         "cases/test_system_traffic_truncate.py", "cases/test_system_traffic_l2.py",
+         "cases/test_system_traffic_mpls.py", "cases/test_system_traffic_igmp.py",
+         "cases/test_system_traffic_actions.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = {tuple(line.split("\t")[1:3]) for line in proc.stdout.splitlines()
@@ -48,4 +52,4 @@ def test_system_traffic_ids_name_titles_of_its_tunnel_slice() -> None:
     listed = {t.title for t in FILES["system-traffic.at"]}
     assert {file for file, _ in found} == {"system-traffic.at"}
     assert {title for _, title in found} <= listed, {title for _, title in found} - listed
-    assert len(found) >= 22
+    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 1  # tunnels, truncate, l2, mpls, igmp, clone
