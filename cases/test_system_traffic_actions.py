@@ -20,6 +20,8 @@ from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
 from harness.wait import wait_until
 
+pytestmark = pytest.mark.requires(backend="tap")
+
 CLONE_FLOWS = (
     "priority=1 actions=NORMAL",
     "priority=10 in_port=1,ip,actions=clone(mod_dl_dst(50:54:00:00:00:0a),"

@@ -24,6 +24,8 @@ from harness.control import check
 from harness.filters import strip_recirc, strip_stats, strip_used
 from harness.wait import wait_until
 
+pytestmark = pytest.mark.requires(backend="tap")
+
 IGMP = ("01 00 5e 01 01 03 f0 00 00 01 01 01 08 00 46 c0 00 28 00 00 40 00 01 02 d3 49 45 65 "
         "eb 4a e0 00 00 16 94 04 00 00 22 00 f9 02 00 00 00 01 04 00 00 00 e0 00 00 fb 00 00 "
         "00 00 00 00")

@@ -20,10 +20,12 @@ import pytest
 
 from datapath.backends.native_tunnel import Captured
 from datapath.offloads import TxOffloads
-from fixtures.system_l2 import (Crossings, Rule, TagEdge, add_tag_edge, kernel_vlan, port_tx,
+from fixtures.system_l2 import (Crossings, Rule, TagEdge, add_tag_edge, port_tx,
                                 switched, tagged, vlan_stack_probed)
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
+
+pytestmark = pytest.mark.requires(backend="tap")
 
 SIZES = (None, "1600", "3200")
 
@@ -117,13 +119,14 @@ def vlan_title(six: bool, kind: str) -> str:
     pytest.param(six, kind, marks=upstream(vlan_title(six, kind)),
                  id=f"{'ping6' if six else 'ping'}-{kind}")
     for kind in VLAN for six in (False, True)])
+@pytest.mark.requires(kernel_optional="vlan")
 def test_ping_between_two_ports_on_vlan(system_traffic: Callable[..., Traffic],
                                         request: pytest.FixtureRequest, flavour: str,
                                         six: bool, kind: str) -> None:
     """Upstream's pings of 56, 1600 and 3200 bytes between the VLAN devices
     of at_ns0 and at_ns1 (802.1Q VID 100; cvlan: a C-tag 100 inside an 802.1ad
     S-tag 4094, the inner device's MTU 1492), through br0's NORMAL switching
-    of the tagged frames.  This kernel has no VLAN devices, so OVS rules push
+    of the tagged frames.  Where the kernel has no VLAN devices, OVS rules push
     and pop the tags on a second bridge (fixtures/system_l2.py TagEdge); the
     frames on the veths into br0 are the ones upstream's devices send.
     Judged: each push and pop (IEEE 802.1Q §9.6, 802.1ad), and br0's
@@ -134,7 +137,7 @@ def test_ping_between_two_ports_on_vlan(system_traffic: Callable[..., Traffic],
     if kind == "cvlan" and vlan_stack_probed(t) < 2:
         pytest.skip("OVS_CHECK_8021AD: ovs-vswitchd.log does not show a VLAN header stack "
                     f"length of 2 or more (probed: {vlan_stack_probed(t)})")
-    native = kernel_vlan() is None
+    native = t.has("vlan")
     check(t.sb.ofctl("add-flow", "br0", "actions=normal"))
     ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
     tags = VLAN[kind]

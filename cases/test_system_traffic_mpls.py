@@ -28,6 +28,8 @@ from fixtures.system_l2 import Crossings, Rule, ipv4_only, same, tagged
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
 
+pytestmark = pytest.mark.requires(backend="tap")
+
 MAC0, MAC1 = "36:b1:ee:7c:01:03", "36:b1:ee:7c:01:02"
 ENC_SRC, ENC_DST = "00:00:00:00:00:01", "00:00:00:00:00:02"
 

@@ -48,6 +48,26 @@ def test_undeclared(builds_vxlan):
     pass
 '''
 
+OPTIONAL = '''
+import pytest
+
+from fixtures.requires import declared, requirements
+
+pytestmark = pytest.mark.requires(backend="dummy")
+
+
+@pytest.mark.requires(kernel_optional=("geneve", "vxlan"))
+def test_optional_never_skips(request):
+    declared(request.node, kernel="geneve")  # may be made where the kernel has it
+    assert requirements(request.node).kernel_optional == ("geneve", "vxlan")
+    assert requirements(request.node).kernel == ()
+
+
+@pytest.mark.requires(kernel_optional="vxlan")
+def test_optional_is_not_another_kind(request):
+    declared(request.node, kernel="geneve")
+'''
+
 
 @pytest.fixture
 def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,13 +89,24 @@ def test_missing_need_skips_naming_it_and_undeclared_fails(pytester: pytest.Pyte
             "@pytest.mark.requires(kernel='vxlan')") in out
 
 
+def test_optional_kernel_kinds_run_without_them(pytester: pytest.Pytester,
+                                               fake_kernel: None) -> None:
+    """kernel_optional: no skip where the kernel lacks the kind (geneve here),
+    and it declares only the kinds it names."""
+    pytester.makepyfile(test_optional=OPTIONAL)
+    result = pytester.runpytest_inprocess(*PLUGINS, "-rsf")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "the case makes a geneve device without declaring it" in result.stdout.str()
+
+
 @pytest.mark.parametrize("marker,complaint", [
     ('kernel="vxlan5"', "requires(kernel='vxlan5'): no such kernel feature"),
     ('backend="ovs"', "requires(backend='ovs'): no such backend"),
     ('"vxlan"', "keywords only"),
     ('kernel=4', "a name or a tuple of names"),
     ('cpus=4', "keywords only"),
-], ids=["kind", "backend", "positional", "type", "keyword"])
+    ('kernel_optional="srv7"', "requires(kernel_optional='srv7'): no such kernel feature"),
+], ids=["kind", "backend", "positional", "type", "keyword", "optional"])
 def test_bad_markers_are_usage_errors(pytester: pytest.Pytester, marker: str,
                                       complaint: str) -> None:
     pytester.makepyfile(test_bad=f'''
