@@ -357,7 +357,26 @@ TRUNC_L4_CUT_CRASH = OvsBug(
                          "without it)"),
                 RealPort("tap", "the same")))
 
+CT_TCP_SYN_SENT_REPLY = OvsBug(
+    "ct-tcp-syn-sent-reply",
+    "userspace conntrack gives +est+rpl to a reply that is neither SYN+ACK nor RST "
+    "while the connection is in SYN-SENT (e.g. a bare ACK answering a SYN), where "
+    "RFC 9293 3.10.7.3 has the endpoint drop it and Linux's conntrack (the kernel "
+    "datapath) marks it invalid; the connection then counts as seen both ways",
+    "lib/conntrack-tcp.c tcp_conn_update(): the first packet from the responder "
+    "(src->state < SYN_SENT) initialises its window whatever its flags, and "
+    "check_ackskew is off while the window is set up (pf's tracker)",
+    cls="by-design", severity="cosmetic", root_cause="ct-tcp-responder-pickup",
+    real_ports=(RealPort("any", "a TCP segment without SYN from the responder of a "
+                         "connection whose SYN conntrack saw",
+                         "cases/test_conntrack_offload.py::test_conntrack_offload"
+                         "[invalid-rx_none-tx_none]"),),
+    why="pf's sequence tracking, which conntrack-tcp.c follows, picks up a connection "
+        "from either end's first packet on purpose (it also opens one mid-stream); it "
+        "changes only the ct_state classification, not the bytes, but a pipeline that "
+        "forwards +est passes a segment the Linux datapath would call +inv")
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
-       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH)
+       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, CT_TCP_SYN_SENT_REPLY)

@@ -172,6 +172,7 @@ class Result:
     reply: bool = False
     related: bool = False
     key: Key | None = None
+    rule: str = ""  # the rule that decided an invalid verdict, for the record
 
     @property
     def committed(self) -> bool:
@@ -282,7 +283,8 @@ class Conntrack:
             return self._opening(pkt, zone, key)
         conn, reply = found
         bits = self._update(pkt, conn, reply)
-        return Result(bits, zone, conn, reply, key=key)
+        return Result(bits, zone, conn, reply, key=key,
+                      rule="tcp-syn-sent-reply" if bits & INV else "")
 
     def _opening(self, pkt: Packet, zone: int, key: Key) -> Result:
         lay = pkt.outer
@@ -316,7 +318,8 @@ class Conntrack:
                 if flags & TCP_SYN and flags & TCP_ACK:
                     conn.tcp = "SYN-RECEIVED"
                 elif not flags & TCP_RST:
-                    pkt.notes.append("conntrack: a reply in SYN-SENT neither SYN+ACK nor RST: +inv")
+                    pkt.notes.append("conntrack: a reply in SYN-SENT neither SYN+ACK nor RST "
+                                     "(RFC 9293 3.10.7.3): +inv")
                     return TRK | INV
             elif conn.tcp == "SYN-RECEIVED" and not reply and flags & TCP_ACK:
                 conn.tcp = "ESTABLISHED"
