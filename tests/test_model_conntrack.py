@@ -15,7 +15,8 @@ from scapy.packet import Raw
 
 from datapath import model
 from datapath.model.actions import output
-from datapath.model.conntrack import (Conntrack, Ct, CtCommitDnat, Key, Nat, state_text)
+from datapath.model.conntrack import (Conntrack, Ct, CtClear, CtCommitDnat, Key, Nat,
+                                      state_text)
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 
 ETH = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
@@ -248,3 +249,19 @@ def test_the_dpif_netdev_wrapper_keeps_its_ofctl_text() -> None:
     assert Ct(Conntrack(), zone=3, recirc=1, nat=Nat()).ofctl() == "ct(zone=3,table=1,nat)"
     assert Ct(Conntrack(), commit=True, mark=(1, 0xFF)).ofctl() == \
         "ct(commit,exec(set_field:0x1/0xff->ct_mark))"
+
+
+def test_original_direction_tuple_and_ct_clear() -> None:
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, nat=Nat()))
+    assert ct.last.orig == Key(A, B, 17, 40000, 53)  # uncommitted: the packet's own
+    run(ct, udp(), Ct(ct, commit=True, nat=Nat.of("src", NAT_ADDR, 34567)))
+    state, out = run(ct, udp(B, NAT_ADDR, 53, 34567), Ct(ct, nat=Nat()))
+    assert state == "+est+rpl+trk+dnat" and out == udp(B, A, 53, 40000)
+    assert ct.last.orig == Key(A, B, 17, 40000, 53)  # the original direction's, not the reply's
+    state, out = run(ct, udp(), Ct(ct), CtClear(ct))
+    assert (state, out, ct.last.orig) == ("0", udp(), None)
+    bad = bytearray(udp())
+    bad[14 + 10] ^= 1
+    run(ct, bytes(bad), Ct(ct))
+    assert ct.last.orig is None  # invalid: no tuple

@@ -184,6 +184,18 @@ class Result:
     def text(self) -> str:
         return state_text(self.state)
 
+    @property
+    def orig(self) -> Key | None:
+        """ct_nw_src/dst, ct_nw_proto, ct_tp_src/dst (ovs-fields(7)): the original
+        direction's tuple of a committed or related connection ("from that
+        initial non-committed non-related packet"); an uncommitted packet's own
+        headers; none for an invalid or untracked packet."""
+        if self.state & INV or not self.state & TRK:
+            return None
+        if self.conn is not None and (self.conn.committed or self.related):
+            return self.conn.orig
+        return self.key
+
 
 @dataclass
 class Conntrack:
@@ -539,6 +551,21 @@ def _rewrite_embedded(pkt: Packet, was: Key, to: Key) -> None:
     pkt.put16(icmp + 2, csum.incremental(pkt.u16(icmp + 2), old_words, new_words))
     pkt.notes.append(f"conntrack: embedded packet {was} -> {to}, its checksums and the "
                      "ICMP checksum patched")
+
+
+@dataclass(frozen=True, eq=False)
+class CtClear(Action):
+    """ct_clear (ovs-actions(7)): the packet is untracked again, its ct_state
+    and the other connection tracking fields zero; the frame is unchanged."""
+
+    table: Conntrack
+
+    def ofctl(self) -> str:
+        return "ct_clear"
+
+    def apply(self, pkt: Packet) -> None:
+        self.table.results.append(Result(0))
+        pkt.notes.append("ct_clear: untracked")
 
 
 def CtCommitDnat(table: Conntrack, addr: str) -> Ct:  # noqa: N802 (an action's name)
