@@ -6,9 +6,11 @@ that run conntrack (cases/test_conntrack_offload.py), which ask it per packet.
 """
 from __future__ import annotations
 
-from datapath.model.bugs import CT_TCP_SYN_SENT_REPLY, L4_PARTIAL_NOT_TCP_UDP, OvsBug
+from datapath.model import csum
+from datapath.model.bugs import (CT_ICMP6_NAT_CONN_PROTO, CT_TCP_SYN_SENT_REPLY,
+                                 L4_PARTIAL_NOT_TCP_UDP, OvsBug)
 from datapath.model.conntrack import EST, RPL, TRK, Result
-from datapath.model.packet import PROTO_TCP, PROTO_UDP
+from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.offloads import RxFlags
 
 PROTO_ICMPV6 = 58
@@ -41,3 +43,43 @@ def ovs_crash(res: Result, rx: RxFlags, ipv: int, proto: int | None) -> OvsBug |
             and conn.orig.proto in (PROTO_TCP, PROTO_UDP) and rx.l4.valid:
         return L4_PARTIAL_NOT_TCP_UDP
     return None
+
+
+def ovs_frame(sent: bytes, correct: bytes, res: Result,
+              rx: RxFlags) -> tuple[OvsBug, bytes] | None:
+    """What OVS sends instead of `correct` for the ICMPv6 error `sent`, and the
+    entry (None: the same frame).
+
+    nat_packet_ipv6() rewrites the outer address change into the ICMPv6 message at
+    the connection protocol's checksum offset (TCP 16, UDP 6; a UDP "checksum" of 0
+    is left alone) before the inner packet is translated; a field the inner NAT
+    then rewrites loses the damage; the ICMPv6 checksum is recomputed over the rest."""
+    conn = res.conn
+    if not (res.related and conn is not None and conn.nat and not rx.l4.valid):
+        return None
+    before, after = Packet.parse(sent), Packet.parse(correct)
+    if before.ipv != 6 or before.proto != PROTO_ICMPV6 or before.l3 is None \
+            or before.outer.payload is None or after.outer.payload is None:
+        return None
+    ofs = {PROTO_TCP: 16, PROTO_UDP: 6}.get(conn.orig.proto)
+    icmp, l3 = before.outer.payload, before.l3
+    end = l3 + before.outer.l3_size
+    if ofs is None or icmp + (20 if ofs == 16 else 8) > end:
+        return None
+    field = icmp + ofs
+    value = before.u16(field)
+    if after.u16(field) != value or (ofs == 6 and value == 0):
+        return None  # rewritten by the inner NAT, or a UDP checksum of none
+    changed = [(sent[a:a + 16], correct[a:a + 16]) for a in (l3 + 8, l3 + 24)
+               if sent[a:a + 16] != correct[a:a + 16]]
+    if not changed:
+        return None
+    for old, new in changed:
+        value = csum.incremental(value, old, new)
+    if ofs == 6 and value == 0:
+        value = 0xFFFF
+    out = Packet.parse(correct)
+    out.put16(icmp + 2, csum.incremental(out.u16(icmp + 2), correct[field:field + 2],
+                                         value.to_bytes(2, "big")))
+    out.put16(field, value)
+    return CT_ICMP6_NAT_CONN_PROTO, bytes(out.data)

@@ -376,7 +376,24 @@ CT_TCP_SYN_SENT_REPLY = OvsBug(
         "changes only the ct_state classification, not the bytes, but a pipeline that "
         "forwards +est passes a segment the Linux datapath would call +inv")
 
+CT_ICMP6_NAT_CONN_PROTO = OvsBug(
+    "ct-icmp6-nat-conn-proto",
+    "the NAT of an ICMPv6 error related to a TCP or UDP connection patches the outer "
+    "address change into the ICMPv6 message as if it were a TCP/UDP checksum: two "
+    "bytes at the TCP checksum offset (the embedded IPv6 source address) or the UDP "
+    "one (a Packet Too Big's MTU) are changed, and the ICMPv6 checksum is then "
+    "recomputed over them (with an L4-good rx flag it aborts instead: l4-partial-assert)",
+    "lib/conntrack.c nat_packet_ipv6() passes the connection key's nw_proto to "
+    "packet_set_ipv6_addr(), whose packet_update_csum128() then treats the ICMPv6 "
+    "header as TCP/UDP; nat_inner_packet() rewrites only the translated inner fields",
+    cls="bug", severity="corrupts data on the wire", root_cause="ct-nat-ipv6-conn-proto",
+    real_ports=(RealPort("any", "an ICMPv6 error (e.g. Packet Too Big, RFC 8201 path MTU "
+                         "discovery) from the server of a DNATed IPv6 TCP connection",
+                         "cases/test_conntrack_offload.py::test_conntrack_offload"
+                         "[dnat6_icmp6_related-rx_none-tx_none]"),))
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
-       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, CT_TCP_SYN_SENT_REPLY)
+       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, CT_TCP_SYN_SENT_REPLY,
+       CT_ICMP6_NAT_CONN_PROTO)
