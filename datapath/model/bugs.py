@@ -361,8 +361,8 @@ CT_TCP_SYN_SENT_REPLY = OvsBug(
     "ct-tcp-syn-sent-reply",
     "userspace conntrack gives +est+rpl to a reply that is neither SYN+ACK nor RST "
     "while the connection is in SYN-SENT (e.g. a bare ACK answering a SYN), where "
-    "RFC 9293 3.10.7.3 has the endpoint drop it and Linux's conntrack (the kernel "
-    "datapath) marks it invalid; the connection then counts as seen both ways",
+    "RFC 9293 3.10.7.3 has the endpoint drop it (it neither completes nor resets the "
+    "handshake); the connection then counts as seen both ways (ovs-fields(7) est)",
     "lib/conntrack-tcp.c tcp_conn_update(): the first packet from the responder "
     "(src->state < SYN_SENT) initialises its window whatever its flags, and "
     "check_ackskew is off while the window is set up (pf's tracker)",
@@ -374,7 +374,8 @@ CT_TCP_SYN_SENT_REPLY = OvsBug(
     why="pf's sequence tracking, which conntrack-tcp.c follows, picks up a connection "
         "from either end's first packet on purpose (it also opens one mid-stream); it "
         "changes only the ct_state classification, not the bytes, but a pipeline that "
-        "forwards +est passes a segment the Linux datapath would call +inv")
+        "forwards +est passes a segment no endpoint accepts (the kernel datapath's "
+        "verdict was not checked here)")
 
 CT_ICMP6_NAT_CONN_PROTO = OvsBug(
     "ct-icmp6-nat-conn-proto",
