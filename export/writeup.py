@@ -157,6 +157,17 @@ RULES: dict[str, Rule] = {
         "packet, or drop the offload flags (and the L4 offsets) of a packet it cuts: "
         "then the truncated copy's checksums are the packet's, and a tunnel's outer "
         "checksum is a full one over the bytes that leave"),
+    "ct-icmp6-nat-conn-proto": Rule(
+        "conntrack - nat of an icmpv6 error keeps its embedded packet",
+        "RFC 5508 section 4.2 (and RFC 5382 section 7.1 for TCP): a NAT translates an "
+        "ICMP error's outer header and, reversed, its embedded packet, and \"MUST\" "
+        "leave the rest of the message as it was; RFC 4443 section 2.4 has the "
+        "embedded packet be the invoking packet, \"as much of [it] as possible\".  "
+        "ovs-actions(7) nat: the reply direction is translated back.  The outer address "
+        "rewrite must touch only the IPv6 header and the ICMPv6 checksum (RFC 4443 2.3, "
+        "its pseudo-header).",
+        "in conntrack.c nat_packet_ipv6(), rewrite the outer address with the packet's "
+        "own protocol (ICMPv6 for a related error), not the connection key's nw_proto"),
 }
 
 

@@ -357,7 +357,44 @@ TRUNC_L4_CUT_CRASH = OvsBug(
                          "without it)"),
                 RealPort("tap", "the same")))
 
+CT_TCP_SYN_SENT_REPLY = OvsBug(
+    "ct-tcp-syn-sent-reply",
+    "userspace conntrack gives +est+rpl to a reply that is neither SYN+ACK nor RST "
+    "while the connection is in SYN-SENT (e.g. a bare ACK answering a SYN), where "
+    "RFC 9293 3.10.7.3 has the endpoint drop it (it neither completes nor resets the "
+    "handshake); the connection then counts as seen both ways (ovs-fields(7) est)",
+    "lib/conntrack-tcp.c tcp_conn_update(): the first packet from the responder "
+    "(src->state < SYN_SENT) initialises its window whatever its flags, and "
+    "check_ackskew is off while the window is set up (pf's tracker)",
+    cls="by-design", severity="cosmetic", root_cause="ct-tcp-responder-pickup",
+    real_ports=(RealPort("any", "a TCP segment without SYN from the responder of a "
+                         "connection whose SYN conntrack saw",
+                         "cases/test_conntrack_offload.py::test_conntrack_offload"
+                         "[invalid-rx_none-tx_none]"),),
+    why="pf's sequence tracking, which conntrack-tcp.c follows, picks up a connection "
+        "from either end's first packet on purpose (it also opens one mid-stream); it "
+        "changes only the ct_state classification, not the bytes, but a pipeline that "
+        "forwards +est passes a segment no endpoint accepts (the kernel datapath's "
+        "verdict was not checked here)")
+
+CT_ICMP6_NAT_CONN_PROTO = OvsBug(
+    "ct-icmp6-nat-conn-proto",
+    "the NAT of an ICMPv6 error related to a TCP or UDP connection patches the outer "
+    "address change into the ICMPv6 message as if it were a TCP/UDP checksum: two "
+    "bytes at the TCP checksum offset (the embedded IPv6 source address) or the UDP "
+    "one (a Packet Too Big's MTU) are changed, and the ICMPv6 checksum is then "
+    "recomputed over them (with an L4-good rx flag it aborts instead: l4-partial-assert)",
+    "lib/conntrack.c nat_packet_ipv6() passes the connection key's nw_proto to "
+    "packet_set_ipv6_addr(), whose packet_update_csum128() then treats the ICMPv6 "
+    "header as TCP/UDP; nat_inner_packet() rewrites only the translated inner fields",
+    cls="bug", severity="corrupts data on the wire", root_cause="ct-nat-ipv6-conn-proto",
+    real_ports=(RealPort("any", "an ICMPv6 error (e.g. Packet Too Big, RFC 8201 path MTU "
+                         "discovery) from the server of a DNATed IPv6 TCP connection",
+                         "cases/test_conntrack_offload.py::test_conntrack_offload"
+                         "[dnat6_icmp6_related-rx_none-tx_none]"),))
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
-       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH)
+       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, CT_TCP_SYN_SENT_REPLY,
+       CT_ICMP6_NAT_CONN_PROTO)

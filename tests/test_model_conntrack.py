@@ -1,0 +1,267 @@
+"""The conntrack model (datapath/model/conntrack.py) against the rules it cites.
+
+Expected frames are built independently with scapy (which computes every
+checksum from scratch), never from the model's own incremental arithmetic;
+each rule has a negative control that the model must tell apart.
+"""
+from __future__ import annotations
+
+import pytest
+from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, TCPerror, UDPerror
+from scapy.layers.inet6 import ICMPv6DestUnreach, ICMPv6EchoRequest, IPv6, IPerror6
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet as ScapyPacket
+from scapy.packet import Raw
+
+from datapath import model
+from datapath.model.actions import output
+from datapath.model.conntrack import (Conntrack, Ct, CtClear, CtCommitDnat, Key, Nat,
+                                      state_text)
+from datapath.offloads import CsumState, RxFlags, TxOffloads
+
+ETH = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
+A, B, NAT_ADDR = "10.1.1.1", "10.1.1.2", "10.1.1.240"
+A6, B6, NAT6 = "fc00::1", "fc00::2", "fc00::240"
+
+
+def frame(pkt: ScapyPacket) -> bytes:
+    return bytes(ETH / pkt)
+
+
+def tcp(src: str = A, dst: str = B, flags: str = "S", sport: int = 40000, dport: int = 80,
+        seq: int = 1000, ack: int = 0) -> bytes:
+    l3 = IP(src=src, dst=dst) if ":" not in src else IPv6(src=src, dst=dst)
+    return frame(l3 / TCP(sport=sport, dport=dport, flags=flags, seq=seq, ack=ack) / Raw(b"x" * 8))
+
+
+def udp(src: str = A, dst: str = B, sport: int = 40000, dport: int = 53) -> bytes:
+    l3 = IP(src=src, dst=dst) if ":" not in src else IPv6(src=src, dst=dst)
+    return frame(l3 / UDP(sport=sport, dport=dport) / Raw(b"query"))
+
+
+def run(ct: Conntrack, data: bytes, *actions: Ct, rx: RxFlags = RxFlags()) -> tuple[str, bytes]:
+    """ct_state of the last ct action and the frame that leaves."""
+    out = model.forward(data, [*actions, output("p2")], TxOffloads(), rx)
+    return ct.last.text, out.frames[0]
+
+
+def test_state_text_follows_ovs_fields_names() -> None:
+    assert state_text(0) == "0"
+    assert state_text(0x20 | 0x02 | 0x08) == "+est+rpl+trk"  # in bit order, as ovs-ofctl
+    assert state_text(0x80 | 0x20 | 0x10) == "+inv+trk+dnat"
+
+
+def test_tcp_handshake_new_then_est_and_rpl() -> None:
+    ct = Conntrack()
+    look, commit = Ct(ct), Ct(ct, commit=True)
+    assert run(ct, tcp(), look)[0] == "+new+trk"
+    assert not ct.conns  # without commit, the connection is ephemeral
+    assert run(ct, tcp(), commit)[0] == "+new+trk"
+    assert run(ct, tcp(), look)[0] == "+new+trk"  # a retransmitted SYN: one direction only
+    syn_ack = tcp(B, A, "SA", 80, 40000, seq=5000, ack=1001)
+    assert run(ct, syn_ack, look)[0] == "+est+rpl+trk"
+    assert run(ct, tcp(flags="A", seq=1001, ack=5001), look)[0] == "+est+trk"
+    assert ct.conns[0].tcp == "ESTABLISHED"
+
+
+def test_tcp_segments_that_cannot_open_a_connection_are_invalid() -> None:
+    ct = Conntrack()
+    for flags in ("SA", "R", "F", ""):
+        assert run(ct, tcp(flags=flags), Ct(ct, commit=True))[0] == "+inv+trk", flags
+    assert not ct.conns
+    assert run(ct, tcp(flags="A"), Ct(ct))[0] == "+new+trk"  # mid-stream pickup opens
+
+
+def test_tcp_reply_in_syn_sent_must_be_syn_ack_or_rst() -> None:
+    ct = Conntrack()
+    run(ct, tcp(), Ct(ct, commit=True))
+    assert run(ct, tcp(B, A, "A", 80, 40000), Ct(ct))[0] == "+inv+trk"
+    assert run(ct, tcp(B, A, "SA", 80, 40000, ack=1001), Ct(ct))[0] == "+est+rpl+trk"
+
+
+def test_udp_is_new_until_seen_from_both_directions() -> None:
+    ct = Conntrack()
+    assert run(ct, udp(), Ct(ct, commit=True))[0] == "+new+trk"
+    assert run(ct, udp(), Ct(ct))[0] == "+new+trk"
+    assert run(ct, udp(B, A, 53, 40000), Ct(ct))[0] == "+est+rpl+trk"
+    assert run(ct, udp(), Ct(ct))[0] == "+est+trk"
+    # Another source port is another connection.
+    assert run(ct, udp(sport=40001), Ct(ct))[0] == "+new+trk"
+
+
+def test_zones_are_separate_tables() -> None:
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, zone=1, commit=True))
+    assert run(ct, udp(B, A, 53, 40000), Ct(ct, zone=2))[0] == "+new+trk"
+    assert run(ct, udp(B, A, 53, 40000), Ct(ct, zone=1))[0] == "+est+rpl+trk"
+
+
+def test_icmp_echo_request_opens_and_a_reply_alone_does_not() -> None:
+    ct = Conntrack()
+    req = frame(IP(src=A, dst=B) / ICMP(type=8, id=7, seq=1))
+    rep = frame(IP(src=B, dst=A) / ICMP(type=0, id=7, seq=1))
+    assert run(ct, rep, Ct(ct, commit=True))[0] == "+inv+trk"
+    assert run(ct, req, Ct(ct, commit=True))[0] == "+new+trk"
+    assert run(ct, rep, Ct(ct))[0] == "+est+rpl+trk"
+    other = frame(IP(src=B, dst=A) / ICMP(type=0, id=8, seq=1))
+    assert run(ct, other, Ct(ct))[0] == "+inv+trk"  # another identifier answers nothing
+
+
+def test_mark_and_label_are_stored_under_their_masks() -> None:
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, commit=True, mark=(0x1234, 0xFFFFFFFF), label=(1 << 127, 1 << 127)))
+    conn = ct.conns[0]
+    assert (conn.mark, conn.label) == (0x1234, 1 << 127)
+    run(ct, udp(B, A, 53, 40000), Ct(ct, commit=True, mark=(0xAB00, 0xFF00)))
+    assert conn.mark == 0xAB34 and conn.label == 1 << 127
+    assert ct.last.committed
+    run(ct, udp(sport=1), Ct(ct))
+    assert not ct.last.committed  # an uncommitted connection reads zero
+
+
+def test_invalid_checksums_are_neither_committed_nor_translated() -> None:
+    ct = Conntrack()
+    data = tcp()
+    bad_ip = bytearray(data)
+    bad_ip[14 + 10] ^= 0x01
+    nat = Ct(ct, commit=True, nat=Nat.of("src", NAT_ADDR))
+    assert run(ct, bytes(bad_ip), nat) == ("+inv+trk", bytes(bad_ip))
+    assert (ct.checked, ct.err) == (1, 1)
+    bad_tcp = bytearray(data)
+    bad_tcp[14 + 20 + 16] ^= 0x01
+    assert run(ct, bytes(bad_tcp), nat) == ("+inv+trk", bytes(bad_tcp))
+    assert (ct.l4_checked, ct.l4_err) == (1, 1)
+    # The rx flags: bad is believed without a look, good and partial are trusted.
+    assert run(ct, data, nat, rx=RxFlags(l4=CsumState.BAD))[0] == "+inv+trk"
+    assert run(ct, bytes(bad_tcp), nat, rx=RxFlags(l4=CsumState.GOOD))[0] == "+new+trk+snat"
+    assert [c.orig for c in ct.conns] == [Key(A, B, 6, 40000, 80)]
+
+
+def test_snat_with_a_port_translates_both_directions() -> None:
+    ct = Conntrack()
+    snat = Ct(ct, commit=True, nat=Nat.of("src", NAT_ADDR, 34567))
+    state, out = run(ct, tcp(), snat)
+    assert state == "+new+trk+snat"
+    assert out == tcp(NAT_ADDR, B, sport=34567)  # scapy's checksums: all right
+    state, out = run(ct, tcp(B, NAT_ADDR, "SA", 80, 34567, seq=5000, ack=1001), Ct(ct, nat=Nat()))
+    assert state == "+est+rpl+trk+dnat"  # the reply's destination was translated
+    assert out == tcp(B, A, "SA", 80, 40000, seq=5000, ack=1001)
+    # Without nat on the lookup, the reply stays as it is.
+    state, out = run(ct, tcp(B, NAT_ADDR, "A", 80, 34567, seq=5001), Ct(ct))
+    assert (state, out) == ("+est+rpl+trk", tcp(B, NAT_ADDR, "A", 80, 34567, seq=5001))
+
+
+def test_nat_needs_a_commit_and_a_later_nat_src_is_a_bare_nat() -> None:
+    ct = Conntrack()
+    assert run(ct, udp(), Ct(ct, nat=Nat.of("dst", "10.2.2.2")))[1] == udp()
+    run(ct, udp(), Ct(ct, commit=True, nat=Nat.of("dst", "10.2.2.2")))
+    # The connection keeps its first mapping whatever a later action names.
+    state, out = run(ct, udp(), Ct(ct, commit=True, nat=Nat.of("dst", "10.3.3.3")))
+    assert (state, out) == ("+new+trk+dnat", udp(A, "10.2.2.2"))
+
+
+def test_a_range_allows_any_choice_and_the_pin_keeps_it() -> None:
+    nat = Nat.of("src", "10.1.1.240-10.1.1.241", (100, 102))
+    key = Key(A, B, 6, 40000, 80)
+    assert nat.ofctl() == "nat(src=10.1.1.240-10.1.1.241:100-102)"
+    assert len(nat.candidates(key)) == 6
+    ct = Conntrack()
+    ct.pin(0, key, "10.1.1.241", 101)
+    assert run(ct, tcp(), Ct(ct, commit=True, nat=nat))[1] == tcp("10.1.1.241", B, sport=101)
+    wrong = Conntrack()
+    wrong.pin(0, key, "10.1.1.242", 101)
+    with pytest.raises(ValueError):
+        run(wrong, tcp(), Ct(wrong, commit=True, nat=nat))
+    v6 = Nat.of("dst", "fc00::1-fc00::3", 80)
+    assert v6.ofctl() == "nat(dst=[fc00::1]-[fc00::3]:80)"
+
+
+def test_force_turns_a_connection_around() -> None:
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, commit=True))
+    reply = udp(B, A, 53, 40000)
+    assert run(ct, reply, Ct(ct, commit=True))[0] == "+est+rpl+trk"  # no force: stays
+    assert run(ct, reply, Ct(ct, commit=True, force=True))[0] == "+new+trk"
+    assert [c.orig for c in ct.conns] == [Key(B, A, 17, 53, 40000)]
+
+
+def icmp_error(outer_src: str, outer_dst: str, embedded: ScapyPacket) -> bytes:
+    return frame(IP(src=outer_src, dst=outer_dst) / ICMP(type=3, code=3) / embedded)
+
+
+def test_related_icmp_error_of_a_snat_connection_is_translated_back() -> None:
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, commit=True, nat=Nat.of("src", NAT_ADDR, 34567)))
+    # B answers the translated datagram with port unreachable.
+    seen = IPerror(src=NAT_ADDR, dst=B) / UDPerror(sport=34567, dport=53) / Raw(b"query")
+    state, out = run(ct, icmp_error(B, NAT_ADDR, seen), Ct(ct, nat=Nat()))
+    assert state == "+rel+rpl+trk+dnat"
+    # What A must see: its own datagram, from B; checksums computed by scapy.
+    ip_len = len(IP(src=A, dst=B) / UDP(sport=40000, dport=53) / Raw(b"query"))
+    udp_csum = UDP(bytes(IP(src=A, dst=B) / UDP(sport=40000, dport=53) / Raw(b"query"))[20:]).chksum
+    want = icmp_error(B, A, IPerror(src=A, dst=B, len=ip_len)
+                      / UDPerror(sport=40000, dport=53, chksum=udp_csum) / Raw(b"query"))
+    assert out == want
+    # The negative control: an error about a connection never committed.
+    stray = IPerror(src=NAT_ADDR, dst=B) / UDPerror(sport=1, dport=53)
+    assert run(ct, icmp_error(B, NAT_ADDR, stray), Ct(ct, nat=Nat()))[0] == "+inv+trk"
+
+
+def test_related_icmp_error_in_the_original_direction_of_a_dnat_connection() -> None:
+    ct = Conntrack()
+    run(ct, tcp(), Ct(ct, commit=True, nat=Nat.of("dst", "10.9.9.9")))
+    # A router near A reports the reply B sent (B's address, as A's side sees it).
+    seen = IPerror(src=B, dst=A) / TCPerror(sport=80, dport=40000, flags="SA")
+    state, out = run(ct, icmp_error("10.1.1.254", B, seen), Ct(ct, nat=Nat()))
+    assert state == "+rel+trk+dnat"
+    assert out[14 + 12:14 + 20] == bytes([10, 1, 1, 254, 10, 9, 9, 9])  # outer: router -> server
+    inner = IP(out[14:])[ICMP].payload
+    assert (inner.src, inner.dst) == ("10.9.9.9", A)
+    expected_inner = IP(bytes(IPerror(src="10.9.9.9", dst=A)
+                              / TCPerror(sport=80, dport=40000, flags="SA")))
+    assert bytes(inner)[:40] == bytes(expected_inner)[:40]  # IP and TCP checksums included
+    full = IP(out[14:])
+    recomputed = IP(bytes(IP(src=full.src, dst=full.dst) / ICMP(type=3, code=3)
+                          / IPerror(bytes(inner))))
+    assert full[ICMP].chksum == recomputed[ICMP].chksum
+
+
+def test_ipv6_snat_and_a_related_icmpv6_error() -> None:
+    ct = Conntrack()
+    state, out = run(ct, udp(A6, B6), Ct(ct, commit=True, nat=Nat.of("src", NAT6)))
+    assert (state, out) == ("+new+trk+snat", udp(NAT6, B6))
+    seen = IPerror6(src=NAT6, dst=B6) / UDPerror(sport=40000, dport=53) / Raw(b"query")
+    err = frame(IPv6(src=B6, dst=NAT6) / ICMPv6DestUnreach(code=4) / seen)
+    state, out = run(ct, err, Ct(ct, nat=Nat()))
+    assert state == "+rel+rpl+trk+dnat"
+    udp_csum = UDP(bytes(IPv6(src=A6, dst=B6) / UDP(sport=40000, dport=53) / Raw(b"query"))[40:]).chksum
+    want = frame(IPv6(src=B6, dst=A6) / ICMPv6DestUnreach(code=4)
+                 / IPerror6(src=A6, dst=B6, plen=13)
+                 / UDPerror(sport=40000, dport=53, chksum=udp_csum, len=13) / Raw(b"query"))
+    assert out == want
+    echo = frame(IPv6(src=A6, dst=B6) / ICMPv6EchoRequest(id=9))
+    assert run(ct, echo, Ct(ct, commit=True, nat=Nat.of("src", NAT6)))[1] == \
+        frame(IPv6(src=NAT6, dst=B6) / ICMPv6EchoRequest(id=9))
+
+
+def test_the_dpif_netdev_wrapper_keeps_its_ofctl_text() -> None:
+    assert CtCommitDnat(Conntrack(), "192.168.1.1").ofctl() == "ct(commit,nat(dst=192.168.1.1))"
+    assert Ct(Conntrack(), zone=3, recirc=1, nat=Nat()).ofctl() == "ct(zone=3,table=1,nat)"
+    assert Ct(Conntrack(), commit=True, mark=(1, 0xFF)).ofctl() == \
+        "ct(commit,exec(set_field:0x1/0xff->ct_mark))"
+
+
+def test_original_direction_tuple_and_ct_clear() -> None:
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, nat=Nat()))
+    assert ct.last.orig == Key(A, B, 17, 40000, 53)  # uncommitted: the packet's own
+    run(ct, udp(), Ct(ct, commit=True, nat=Nat.of("src", NAT_ADDR, 34567)))
+    state, out = run(ct, udp(B, NAT_ADDR, 53, 34567), Ct(ct, nat=Nat()))
+    assert state == "+est+rpl+trk+dnat" and out == udp(B, A, 53, 40000)
+    assert ct.last.orig == Key(A, B, 17, 40000, 53)  # the original direction's, not the reply's
+    state, out = run(ct, udp(), Ct(ct), CtClear(ct))
+    assert (state, out, ct.last.orig) == ("0", udp(), None)
+    bad = bytearray(udp())
+    bad[14 + 10] ^= 1
+    run(ct, bytes(bad), Ct(ct))
+    assert ct.last.orig is None  # invalid: no tuple
