@@ -60,7 +60,7 @@ def test_netdev_dummy_receive(sandbox: Sandbox, case_record: CaseRecord) -> None
                          steps=case_record.steps)
 
         def miss_lines() -> list[str]:
-            return miss_upcall_keys(sandbox.log_lines())
+            return miss_upcall_keys(sandbox.log.lines(after=sandbox.log.case))
         misses = wait_until(lambda: len(miss_lines()) >= n and miss_lines(), 5,
                             what=f"{n} 'miss upcall' log entries")
         assert misses[-1] == KEY_PREFIX + flow

@@ -6,11 +6,11 @@ import re
 import pytest
 
 from harness.control import check
-from harness.wait import wait_until
 from harness.sandbox import Sandbox
 
 FLOW_KEY = ("in_port(1),eth(),eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,"
             "tos={tos},ttl=64,frag=no),tcp(src=80,dst=8080)")
+FLOW_ADD = r"flow_add.*tcp\(src=80,dst=8080\)"  # the log line of one of those flows
 
 
 def br0_with_p1(sandbox, *bridge_settings: str) -> None:
@@ -27,8 +27,8 @@ def test_add_flow_needs_exact_in_port(sandbox: Sandbox) -> None:
     check(sandbox.appctl("dpctl/add-flow", "eth(),eth_type(0x0800),ipv4()", "3"), rc=2,
           stdout="", stderr="ovs-vswitchd: updating flow table (Invalid argument)\n"
                             "ovs-appctl: ovs-vswitchd: server returned an error\n")
-    wait_until(lambda: any("flow: in_port is not an exact match" in ln
-                           for ln in sandbox.log_lines()), 5, what="the in_port log line")
+    sandbox.log.wait(re.escape("flow: in_port is not an exact match"), after=sandbox.log.case,
+                     timeout=5)
     sandbox.allow_log(r"flow: in_port is not an exact match", r"failed to put")
 
 
@@ -57,10 +57,9 @@ def test_megaflow_ufid_unique_per_wildcards(sandbox: Sandbox) -> None:
         check(sandbox.appctl("dpctl/add-flow", FLOW_KEY.format(tos=tos), "3"))
     check(sandbox.appctl("revalidator/resume"))
     def ufids() -> set[str]:
-        return {m.group(1) for ln in sandbox.log_lines()
-                if re.search(r"flow_add.*tcp\(src=80,dst=8080\)", ln)
+        return {m.group(1) for ln in sandbox.log.lines(after=sandbox.log.case)
+                if re.search(FLOW_ADD, ln)
                 for m in [re.search(r"mega_ufid:([0-9a-f-]+)", ln)] if m}
     # Both flow_add lines reach the log; then exactly two distinct mega_ufids.
-    wait_until(lambda: sum("flow_add" in ln and "tcp(src=80,dst=8080)" in ln
-                           for ln in sandbox.log_lines()) >= 2, 10, what="two flow_add lines")
+    sandbox.log.wait(FLOW_ADD, after=sandbox.log.case, count=2)
     assert len(ufids()) == 2, ufids()

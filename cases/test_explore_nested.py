@@ -131,7 +131,7 @@ class NestedBench:
         limit = scenario["check_pkt_len"]
         sid = scenario_id(scenario)
         mode = mode_for(sid)
-        sb.mark_log()
+        since = sb.log.mark()
         self._set("mode", mode, lambda: check(sb.vsctl(
             "set", "Open_vSwitch", ".",
             *(f"other_config:{k}={v}" for k, v in CACHE_MODES[mode].items()))))
@@ -167,7 +167,7 @@ class NestedBench:
         both_paths(sb, mode, lambda path: send_and_expect(
             self.p1, [frame], self.p3, expected, title=f"{title} [{path}]", steps=record.steps,
             second_opinion=self.tshark), record.steps)
-        bad = scan_lines(sb.log_lines(), ())
+        bad = scan_lines(sb.log.lines(after=since), ())
         assert not bad, "unexpected lines in ovs-vswitchd.log:\n" + "\n".join(bad)
 
 

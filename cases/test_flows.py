@@ -57,8 +57,13 @@ def br0(sandbox, port_type: str, *ports: tuple[str, int]) -> None:
                       "other-config:datapath-id=1234", "fail-mode=secure")
 
 
+def case_log(sandbox: Sandbox) -> str:
+    """The vswitchd log of this case, up to now."""
+    return "\n".join(sandbox.log.lines(after=sandbox.log.case))
+
+
 def miss_keys(sandbox) -> list[str]:
-    return [key + "\n" for key in miss_upcall_keys(sandbox.log_lines())]
+    return [key + "\n" for key in miss_upcall_keys(sandbox.log.lines(after=sandbox.log.case))]
 
 
 def wait_misses(sandbox, n: int) -> list[str]:
@@ -83,7 +88,7 @@ def test_miss_upcall_key_matches_flow_install(sandbox: Sandbox, case_record: Cas
                      steps=case_record.steps)
     megaflow = ("recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,"
                 "dst=50:54:00:00:00:0a),eth_type(0x0800),ipv4(frag=no), actions: <del>\n")
-    wait_until(lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
+    wait_until(lambda: strip_xout(filter_flow_install(case_log(sandbox)))
                == megaflow, 10, what="the flow_add of the megaflow")
     check(sandbox.appctl("upcall/disable-megaflows"), stdout="megaflows disabled\n")
     check(sandbox.appctl("netdev-dummy/receive", "p1", ICMP))
@@ -92,9 +97,9 @@ def test_miss_upcall_key_matches_flow_install(sandbox: Sandbox, case_record: Cas
                      steps=case_record.steps)
     exact = (KEY_PREFIX.replace("ct_state(0)", "ct_state(-new-est-rel-rpl-inv-trk-snat-dnat)")
              + ICMP.replace("in_port(1),", "") + ", actions: <del>\n")
-    wait_until(lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
+    wait_until(lambda: strip_xout(filter_flow_install(case_log(sandbox)))
                == exact + megaflow, 10, what="the flow_add of the exact-match flow",
-               describe=lambda: strip_xout(filter_flow_install("\n".join(sandbox.log_lines()))))
+               describe=lambda: strip_xout(filter_flow_install(case_log(sandbox))))
 
 
 VLAN = ("in_port(1),packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03:04:05),"
@@ -183,7 +188,7 @@ def test_miss_upcall_key_matches_flow_dump(sandbox: Sandbox, case_record: CaseRe
 
     def dumps() -> str:
         check(sandbox.appctl("revalidator/wait"))
-        return strip_xout(filter_flow_dump("\n".join(sandbox.log_lines())))
+        return strip_xout(filter_flow_dump(case_log(sandbox)))
     wait_until(lambda: dumps() == wild, 10, what="the megaflow's flow_dump", describe=dumps)
     check(sandbox.appctl("upcall/disable-megaflows"), stdout="megaflows disabled\n")
     check(sandbox.appctl("upcall/disable-ufid"),
@@ -251,7 +256,7 @@ def test_dummy_interface(sandbox: Sandbox, case_record: CaseRecord, port_type: s
                                ("8", "0b", "0c")))
 
     def installed() -> str:
-        return strip_xout(filter_flow_install("\n".join(sandbox.log_lines())))
+        return strip_xout(filter_flow_install(case_log(sandbox)))
     # Upstream sleeps a second for the forwarders; here we wait for the result.
     wait_until(lambda: installed() == want, 10, what="four megaflows", describe=installed)
 
@@ -298,7 +303,7 @@ def test_revalidator_handles_failed_modification(sandbox: Sandbox, case_record: 
                 if "keys" in ln]
     wait_until(lambda: (k := keys()) and all(re.search(r"keys\s*:?\s*0\b", ln) for ln in k),
                10, what="every ukey to be deleted", describe=lambda: str(keys()))
-    assert any("failed to put" in ln for ln in sandbox.log_lines(since_mark=False))
+    assert any("failed to put" in ln for ln in sandbox.log.lines())
 
 
 HWOL_PACKET = ("packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03:04:05),"
@@ -319,10 +324,10 @@ def test_partial_hw_offload(sandbox: Sandbox, case_record: CaseRecord, port_type
     check(sandbox.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg",
                          "dpif_offload_dummy:file:dbg"))
     check(sandbox.vsctl(*set_open_vswitch(other_config={"hw-offload": True})))
-    log = lambda: "\n".join(sandbox.log_lines())  # noqa: E731
+    log = lambda: case_log(sandbox)  # noqa: E731
 
     def logged(text: str) -> None:
-        wait_until(lambda: text in log(), 10, what=f"'{text}' in the log")
+        sandbox.log.wait(re.escape(text), after=sandbox.log.case)
     logged("Flow HW offload is enabled")
     check(sandbox.ofctl("del-flows", "br0"))
     check(sandbox.ofctl("add-flow", "br0", "in_port=1,actions=IN_PORT"))

@@ -46,11 +46,11 @@ def port_types(title: str) -> list:
 
 
 def log(sb: Sandbox) -> str:
-    return "\n".join(sb.log_lines(since_mark=False))
+    return "\n".join(sb.log.lines())
 
 
 def last_miss_key(sb: Sandbox) -> str:
-    return miss_upcall_keys(sb.log_lines(since_mark=False))[-1]
+    return miss_upcall_keys(sb.log.lines())[-1]
 
 
 def filtered_equals(sb: Sandbox, filt, want: str, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -64,7 +64,7 @@ def enable_hw_offload(sb: Sandbox) -> None:
     check(sb.appctl("vlog/set", "dpif:file:dbg", "dpif_netdev:file:dbg",
                     "dpif_offload_dummy:file:dbg"))
     check(sb.vsctl(*set_open_vswitch(other_config={"hw-offload": True})))
-    sb.wait_log("Flow HW offload is enabled")
+    sb.log.wait("Flow HW offload is enabled")
 
 
 def exchange(sb: Sandbox, reader: PcapReader, packet: str, actions: list[Action],
@@ -100,9 +100,9 @@ def partial_offload(sb: Sandbox, port_type: str, ifindex: int, flow: str, packet
     check(sb.ofctl("add-flow", "br0", flow))
     reader = PcapReader(sb.rundir / "p1.pcap")
     exchange(sb, reader, packet, actions, steps, "first packet (upcall)")
-    sb.wait_log("miss upcall")
+    sb.log.wait("miss upcall")
     assert last_miss_key(sb) == KEY_PREFIX + miss_key
-    sb.wait_log("succeed to add netdev flow")
+    sb.log.wait("succeed to add netdev flow")
     assert strip_xout(filter_hw_flow_install(log(sb))) == hw_create  # flow offloaded
     filtered_equals(sb, filter_flow_install, dp_flow, "the datapath flow_add")
     exchange(sb, reader, packet, actions, steps, "second packet (matched by mark)")
@@ -113,7 +113,7 @@ def partial_offload(sb: Sandbox, port_type: str, ifindex: int, flow: str, packet
     check(sb.appctl("time/stop"))  # let the datapath flow expire
     check(sb.appctl("time/warp", "15000"))
     check(sb.appctl("revalidator/wait"))
-    sb.wait_log("succeed to delete netdev flow")
+    sb.log.wait("succeed to delete netdev flow")
     assert strip_xout(filter_hw_flow_del(log(sb))) == "p1: flow del: mark: 1\n"
     check(sb.ofctl("parse-pcap", "p1.pcap"), stdout="".join(f"{ln}\n" for ln in parsed))
     if port_type == "dummy-pmd":  # partial hw offload was hit in dpif-netdev
@@ -240,12 +240,12 @@ def test_full_hw_offload(sandbox: Sandbox, case_record: CaseRecord, second_opini
         expect_frames(p2, unchanged, sent=[frame], rx_name="p1", title=title,
                       steps=case_record.steps, second_opinion=second_opinion)
     forward("first packet (upcall)")
-    sb.wait_log("miss upcall")
+    sb.log.wait("miss upcall")
     assert last_miss_key(sb) == KEY_PREFIX + (
         "packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03:04:05),"
         "eth_type(0x0800),ipv4(src=127.0.0.1,dst=127.0.0.1,proto=17,tos=0,ttl=64,frag=no),"
         "udp(src=54392,dst=5201)")
-    sb.wait_log("succeed to add netdev flow")
+    sb.log.wait("succeed to add netdev flow")
     assert strip_xout(filter_hw_flow_install(log(sb))) == (
         "p1: flow put[create]: flow match: recirc_id=0,eth,ip,in_port=1,vlan_tci=0x0000/0x1fff,"
         "nw_frag=no, mark: 1\n")
@@ -265,7 +265,7 @@ def test_full_hw_offload(sandbox: Sandbox, case_record: CaseRecord, second_opini
     check(sb.appctl("time/stop"))  # let the datapath flow expire
     check(sb.appctl("time/warp", "15000"))
     check(sb.appctl("revalidator/wait"))
-    sb.wait_log("succeed to delete netdev flow")
+    sb.log.wait("succeed to delete netdev flow")
     assert strip_xout(filter_hw_flow_del(log(sb))) == "p1: flow del: mark: 1\n"
     assert "PHWOL hits:                  0 " in check(sb.appctl("dpif-netdev/pmd-perf-show")).stdout
     # Two packets were received: ovs-pcap p2.pcap | grep -c "$packet_hex".
@@ -275,7 +275,7 @@ def test_full_hw_offload(sandbox: Sandbox, case_record: CaseRecord, second_opini
     # An output port removed while the revalidator is paused: the hardware flow
     # stays, its egress fails (a pipeline abort), the datapath takes over.
     forward("third packet (upcall again)")
-    sb.wait_log("succeed to add netdev flow", count=2)  # offloaded before the next packet
+    sb.log.wait("succeed to add netdev flow", count=2)  # offloaded before the next packet
     check(sb.appctl("revalidator/pause"))
     check(sb.vsctl("del-port", "br0", "p2"))
     forward("fourth packet (pipeline abort, port gone)", model.Expected(frames=[]))
@@ -306,7 +306,7 @@ def test_full_hw_offload_tunnel_entropy(sandbox: Sandbox, case_record: CaseRecor
                         ["set", "bridge", "br2", "other-config:hwaddr=aa:66:aa:66:00:00"],
                         add_port("br2", "p2", type="dummy-pmd")))
     check(sb.vsctl(*set_open_vswitch(other_config={"hw-offload": True})))
-    sb.wait_log("Flow HW offload is enabled")
+    sb.log.wait("Flow HW offload is enabled")
     check(sb.vsctl(*add_port("br1", "t1", type="vxlan",
                              options={"remote_ip": "1.1.2.92", "key": 123, "csum": False},
                              ofport_request=11)))

@@ -131,7 +131,7 @@ def test_meters(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Tshar
         assert stats == meters[1].stats(1) + "\n" + meters[2].stats(2)  # the model agrees
     check(sandbox.appctl("time/warp", "5000"))
     sandbox.wait_coverage("datapath_drop_meter", 20)
-    log = "\n".join(sandbox.log_lines(since_mark=False))
+    log = "\n".join(sandbox.log.lines())
     assert strip_xout_keep_actions(filter_flow_install(log)) == (
         "recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no), "
         "actions:meter(0),7\n"

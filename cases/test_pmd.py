@@ -75,15 +75,15 @@ def test_pmd_cpu_mask_distribution(sandbox: Sandbox) -> None:
     check(sandbox.appctl("dpif/show"), stdout=dpif_show("p0", 8))
     assert rxq_show_cleared(sandbox) == one_pmd(range(8))
     since = set_other_config(sandbox, "pmd-rxq-assign", "roundrobin")
-    sandbox.wait_log(assignment("roundrobin"), since)
+    sandbox.log.wait(assignment("roundrobin"), after=since)
     since = set_other_config(sandbox, "pmd-cpu-mask", "0x3")
     check_pmd_threads_created(sandbox, 2, since=since)
     assert rxq_groups(sandbox) == SPLIT_RR
     since = set_other_config(sandbox, "pmd-rxq-assign", "cycles")
-    sandbox.wait_log(assignment("cycles"), since)
+    sandbox.log.wait(assignment("cycles"), after=since)
     assert rxq_groups(sandbox) == SPLIT_CYCLES
     since = set_other_config(sandbox, "pmd-rxq-assign", "group")
-    sandbox.wait_log(assignment("group"), since)
+    sandbox.log.wait(assignment("group"), after=since)
     assert rxq_groups(sandbox) == SPLIT_RR
     since = set_other_config(sandbox, "pmd-cpu-mask", "0x1")
     check_pmd_threads_created(sandbox, 1, since=since)
@@ -118,28 +118,28 @@ def test_pmd_cpu_mask_dual_numa(sandbox: Sandbox) -> None:
     # Force cross-numa polling.
     since = set_other_config(sandbox, "pmd-cpu-mask", "0xc")
     check_pmd_threads_created(sandbox, 2, "0", since)
-    sandbox.wait_log(assignment("cycles"), since)
-    sandbox.wait_log(CROSS_NUMA, since)
+    sandbox.log.wait(assignment("cycles"), after=since)
+    sandbox.log.wait(CROSS_NUMA, after=since)
     assert rxq_groups(sandbox) == SPLIT_CYCLES
     for algorithm in ("roundrobin", "group"):  # other assignment types, cross-numa
         since = set_other_config(sandbox, "pmd-rxq-assign", algorithm)
-        sandbox.wait_log(assignment(algorithm), since)
-        sandbox.wait_log(CROSS_NUMA, since)
+        sandbox.log.wait(assignment(algorithm), after=since)
+        sandbox.log.wait(CROSS_NUMA, after=since)
         assert rxq_groups(sandbox) == SPLIT_RR
     # Switch back to same numa.
     since = set_other_config(sandbox, "pmd-cpu-mask", "0x3")
     check_pmd_threads_created(sandbox, 2, "1", since)
-    sandbox.wait_log(assignment("group"), since)
+    sandbox.log.wait(assignment("group"), after=since)
     assert rxq_groups(sandbox) == SPLIT_RR
     # Check local numa is only used if available.
     since = set_other_config(sandbox, "pmd-cpu-mask", "0x6")
     check_pmd_threads_created(sandbox, 1, "0", since)
     check_pmd_threads_created(sandbox, 1, "1", since)
-    sandbox.wait_log(assignment("group"), since)
+    sandbox.log.wait(assignment("group"), after=since)
     assert rxq_show(sandbox) == two_pmds_numa_1_and_0(1)
     for algorithm in ("roundrobin", "cycles"):  # other assignment types
         since = set_other_config(sandbox, "pmd-rxq-assign", algorithm)
-        sandbox.wait_log(assignment(algorithm), since)
+        sandbox.log.wait(assignment(algorithm), after=since)
         assert rxq_show(sandbox) == two_pmds_numa_1_and_0(1)
     # Switch back from mixed numa to single numa.
     since = set_other_config(sandbox, "pmd-cpu-mask", "0x1")
@@ -161,9 +161,9 @@ def test_pmd_cpu_mask_multi_numa(sandbox: Sandbox) -> None:
                              ["set", "open_vswitch", ".", "other_config:pmd-rxq-assign=cycles"]))
     for algorithm in ("group", "cycles", "roundrobin"):
         since = set_other_config(sandbox, "pmd-rxq-assign", algorithm)
-        sandbox.wait_log(assignment(algorithm), since)
-        sandbox.wait_log(bre("There's no available (non-isolated) pmd thread on numa node 0."),
-                         since)
+        sandbox.log.wait(assignment(algorithm), after=since)
+        sandbox.log.wait(bre("There's no available (non-isolated) pmd thread on numa node 0."),
+                         after=since)
         groups = rxq_groups(sandbox)
         assert groups.count("\n") == 4, groups  # every pmd of both non-local numas has one
 
@@ -220,7 +220,7 @@ def test_pmd_stats(sandbox: Sandbox, case_record: CaseRecord, second_opinion: Ts
                         title=f"packet {i + 1}", send=send, steps=case_record.steps,
                         second_opinion=second_opinion)
     check(sandbox.appctl("time/warp", "100"))
-    lines = sandbox.log_lines(since_mark=False)
+    lines = sandbox.log.lines()
     after = [lines[i + 1] for i, ln in enumerate(lines[:-1]) if "miss upcall" in ln]
     assert after[-1] == ("recirc_id(0),dp_hash(0),skb_priority(0),in_port(1),skb_mark(0),"
                          "ct_state(0),ct_zone(0),ct_mark(0),ct_label(0),packet_type(ns=0,id=0),"

@@ -66,21 +66,21 @@ def test_rxq_affinity_non_isolate(sandbox: Sandbox) -> None:
     check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-rxq-assign": "group"})))
     assert rxq_parsed(sandbox) == PINNED
     since = set_other_config(sandbox, "pmd-rxq-isolate", "false")  # pin and non-isolate
-    sandbox.wait_log(bre("pmd-rxq-affinity does not isolate PMD core"), since)
+    sandbox.log.wait(bre("pmd-rxq-affinity does not isolate PMD core"), after=since)
     assert rxq_parsed(sandbox) == PINNED  # no impact: all rxqs are still pinned
     check(sandbox.vsctl("remove", "Interface", "p1", "other_config", "pmd-rxq-affinity"))
     check(sandbox.vsctl(*set_interface("p1", other_config={"pmd-rxq-affinity": "0:1"})))
     check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": 6})))
     assert rxq_parsed(sandbox) == "p1 0 0 1\np1 1 0 2\np1 2 0 1\np1 3 0 2\n"
     since = set_other_config(sandbox, "pmd-rxq-assign", "cycles")
-    sandbox.wait_log(bre("pmd-rxq-isolate can only be set false when using "
-                         "pmd-rxq-assign=group"), since)
-    sandbox.wait_log(bre("pmd-rxq-affinity isolates PMD core"), since)
-    sandbox.wait_log(assignment("cycles"), since)
+    sandbox.log.wait(bre("pmd-rxq-isolate can only be set false when using "
+                         "pmd-rxq-assign=group"), after=since)
+    sandbox.log.wait(bre("pmd-rxq-affinity isolates PMD core"), after=since)
+    sandbox.log.wait(assignment("cycles"), after=since)
     assert rxq_parsed(sandbox) == "p1 0 0 1\np1 1 0 2\np1 2 0 2\np1 3 0 2\n"
     since = set_other_config(sandbox, "pmd-rxq-assign", "group")
-    sandbox.wait_log(bre("pmd-rxq-affinity does not isolate PMD core"), since)
-    sandbox.wait_log(assignment("group"), since)
+    sandbox.log.wait(bre("pmd-rxq-affinity does not isolate PMD core"), after=since)
+    sandbox.log.wait(assignment("group"), after=since)
     assert rxq_parsed(sandbox) == "p1 0 0 1\np1 1 0 2\np1 2 0 1\np1 3 0 2\n"
 
 

@@ -22,6 +22,7 @@ from harness.control import check
 from harness.dpflows import installed, wait_retranslated
 from datapath.expect import send_and_expect
 from harness.filters import bre, strip_xout_keep_actions
+from harness.ovslog import START, LogMark
 from harness.sandbox import Sandbox
 from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
@@ -41,28 +42,28 @@ def sleep_show(default: int, per_pmd: dict[tuple[int, int], int]) -> str:
         for (numa, core), us in per_pmd.items())
 
 
-def expect_sleeps(sb: Sandbox, since: int, default: int | None,
+def expect_sleeps(sb: Sandbox, since: LogMark, default: int | None,
                   per_pmd: dict[tuple[int, int], int], *, shown_default: int | None = None,
                   logged: list[tuple[int, int]] | None = None) -> None:
     """CHECK_DP_SLEEP_MAX and CHECK_PMD_SLEEP_MAX for the `logged` PMDs (all by
     default) after `since`, then pmd-sleep-show exactly."""
     if default is not None:
-        sb.wait_log(bre(f"Default PMD thread max sleep: *{default} us."), since)
+        sb.log.wait(bre(f"Default PMD thread max sleep: *{default} us."), after=since)
     for numa, core in per_pmd if logged is None else logged:
         us = per_pmd[(numa, core)]
-        sb.wait_log(bre(f"PMD thread on numa_id: *{numa}, core id: *{core}, max sleep: *{us} us."),
-                    since)
+        sb.log.wait(bre(f"PMD thread on numa_id: *{numa}, core id: *{core}, max sleep: *{us} us."),
+                    after=since)
     shown = default if shown_default is None else shown_default
     check(sb.appctl("dpif-netdev/pmd-sleep-show"), stdout=sleep_show(shown or 0, per_pmd))
 
 
-def set_sleep(sb: Sandbox, value: str | None) -> int:
-    position = sb.log_position()
+def set_sleep(sb: Sandbox, value: str | None) -> LogMark:
+    since = sb.log.mark()
     if value is None:
         check(sb.vsctl("remove", "Open_vSwitch", ".", "other_config", "pmd-sleep-max"))
     else:
         check(sb.vsctl(*set_open_vswitch(other_config={"pmd-sleep-max": value})))
-    return position
+    return since
 
 
 def start_three_numas(sb: Sandbox) -> None:
@@ -75,7 +76,7 @@ def test_pmd_sleep(sandbox: Sandbox) -> None:
     """One global pmd-sleep-max applies to every PMD; above 10000 us it is capped
     at 10000; odd values are kept as given."""
     start_three_numas(sandbox)
-    expect_sleeps(sandbox, 0, 0, {pmd: 0 for pmd in FIRST_PMDS})
+    expect_sleeps(sandbox, START, 0, {pmd: 0 for pmd in FIRST_PMDS})
     for given, applied in (("1", 1), ("10000", 10000), ("0", 0), ("10001", 10000),
                            ("490", 490), ("499", 499)):
         since = set_sleep(sandbox, given)
@@ -89,7 +90,7 @@ def test_per_pmd_sleep(sandbox: Sandbox) -> None:
     keep theirs until their PMD exists; an invalid value counts as 0 (a bad
     global one) or is ignored (a bad per-core one)."""
     start_three_numas(sandbox)
-    expect_sleeps(sandbox, 0, 0, {pmd: 0 for pmd in FIRST_PMDS})
+    expect_sleeps(sandbox, START, 0, {pmd: 0 for pmd in FIRST_PMDS})
     steps: list[tuple[str | None, int, dict[tuple[int, int], int]]] = [
         ("3:300,0:100,5:400", 0, {(0, 0): 100, (1, 3): 300, (8, 5): 400}),
         ("50,3:300,0:100,5:200", 50, {(0, 0): 100, (1, 3): 300, (8, 5): 200}),
@@ -103,7 +104,7 @@ def test_per_pmd_sleep(sandbox: Sandbox) -> None:
         logged = [(0, 0), (8, 5), (8, 5)] if value == "50,3:300,0:100,5:200" else None
         expect_sleeps(sandbox, since, default, per_pmd, logged=logged)
     # Add more cores: the new PMDs pick up 2:600 and 6:400, the others the default.
-    since = sandbox.log_position()
+    since = sandbox.log.mark()
     check(sandbox.vsctl(*set_open_vswitch(other_config={"pmd-cpu-mask": "7f"})))
     expect_sleeps(sandbox, since, None, {
         (0, 0): 100, (0, 1): 50, (0, 2): 600, (1, 3): 300, (1, 4): 50, (8, 5): 200,

@@ -9,6 +9,7 @@ the kernel, and carries frames checked field by field.
 """
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -20,8 +21,8 @@ from datapath.backends.native_tunnel import Sniffer
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, with_ip_csum_flipped, with_l4_csum
-from fixtures.upstream_system import (LogWatch, PathCheck, add_veth, check_path, format_ping,
-                                      icmp_echo, run_in)
+from fixtures.upstream_system import (OVS_CTL_TIMEOUT, PathCheck, add_veth, check_path,
+                                      format_ping, icmp_echo, run_in)
 from harness.control import check
 from datapath.expect import send_and_expect
 from harness.vsctl import add_port, set_interface
@@ -80,19 +81,18 @@ def test_infinite_readdition_of_failed_ports(real_env: Callable[..., RealEnv]) -
     env.peer("at_ns0"), env.peer("at_ns1")  # ADD_NAMESPACES(at_ns0, at_ns1)
     afxdp_veth(env, "p0", "at_ns0", "10.1.1.1/24")
     check(sb.vsctl("del-port", "ovs-p0"))
-    log = LogWatch(sb)
     res = check(sb.vsctl(*add_port("br0", "ovs-p0", type="afxdp", options={"n_rxq": 42})), rc=65, stdout="")
     sb.allow_log(r"ovs-p0: Too big 'n_rxq'", r"ovs-p0: could not set configuration")
-    log.wait("ovs-p0: could not set configuration")
+    sb.log.wait("ovs-p0: could not set configuration", timeout=OVS_CTL_TIMEOUT)
     reconfigured = sb.coverage("bridge_reconfigure")
     deadline = time.monotonic() + OBSERVE_SECONDS
     while time.monotonic() < deadline:
-        assert len(log.grep("ovs-p0: could not set configuration")) == 1, \
+        assert len(sb.log.grep("ovs-p0: could not set configuration")) == 1, \
             "the failed port is added again and again:\n" + "\n".join(
-                log.grep("ovs-p0: could not set configuration"))
+                sb.log.grep("ovs-p0: could not set configuration"))
         time.sleep(0.05)
-    assert len(log.grep("ovs-p0: could not set configuration")) == 1
-    assert log.grep("ovs-p0: Too big 'n_rxq' (42 > 16).")
+    assert len(sb.log.grep("ovs-p0: could not set configuration")) == 1
+    assert sb.log.grep(re.escape("ovs-p0: Too big 'n_rxq' (42 > 16)."))
     assert "Error detected while setting up 'ovs-p0': ovs-p0: could not set configuration " \
            "(Invalid argument)" in res.stderr, res.stderr
     error = check(sb.vsctl("get", "Interface", "ovs-p0", "error")).stdout.strip()

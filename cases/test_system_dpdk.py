@@ -45,7 +45,7 @@ def test_eal_init(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     in the database, and the EAL got dpdk-extra's arguments in order."""
     ovs = ovs_dpdk()
     for text in ("DPDK Enabled - initializing...", "EAL", "DPDK Enabled - initialized"):
-        assert ovs.log.grep(text), text
+        assert ovs.log.grep(re.escape(text)), text
     sb = ovs.sb
     assert check(sb.vsctl("get", "Open_vSwitch", ".", "dpdk_initialized")).stdout == "true\n"
     version = check(sb.vsctl("get", "Open_vSwitch", ".", "dpdk_version")).stdout.strip()
@@ -78,11 +78,11 @@ def test_lcore_mask_conversion(ovs_dpdk: Callable[..., OvsDpdk], mask: str, cpus
     if cpus > 1:
         skip_without_cpus(ovs, cpus)
     else:
-        ovs.log.wait(r"Discovered [0-9]* NUMA nodes and [0-9]* CPU cores", regex=True)
+        ovs.log.wait(r"Discovered [0-9]* NUMA nodes and [0-9]* CPU cores")
     check(ovs.sb.vsctl("--no-wait", "set", "Open_vSwitch", ".",
                        f"other_config:dpdk-lcore-mask={mask}"))
     check(ovs.sb.vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true"))
-    ovs.log.wait(f"lcores {lcores}")
+    ovs.log.wait(re.escape(f"lcores {lcores}"))
     args = eal_args(ovs)
     assert args[args.index("--lcores") + 1] == lcores, args
     ovs.log.wait("DPDK Enabled - initialized")
@@ -248,7 +248,8 @@ def test_qos_vport(ovs_dpdk: Callable[..., OvsDpdk], config: list[str], valid: b
         check(sb.vsctl("destroy", "QoS", port, "--", "clear", "Port", port, "qos"))
         shown = check(sb.appctl("qos/show", port)).stdout
     else:
-        ovs.log.wait(f"Failed to set QoS type egress-policer on port {port}: Invalid argument")
+        ovs.log.wait(re.escape(f"Failed to set QoS type egress-policer on port {port}: "
+                               "Invalid argument"))
     assert f"QoS not configured on {port}" in shown, shown
     check(sb.vsctl("del-port", "br10", port))
 
@@ -259,7 +260,7 @@ def test_qos_vport(ovs_dpdk: Callable[..., OvsDpdk], config: list[str], valid: b
 
 def mempool_set(ovs: OvsDpdk, mtu_value: int) -> None:
     """CHECK_MEMPOOL_PARAM([MTU], [ALL])."""
-    ovs.log.wait(f"User configured shared mempool set for: MTU {mtu_value}, NUMA ALL.")
+    ovs.log.wait(re.escape(f"User configured shared mempool set for: MTU {mtu_value}, NUMA ALL."))
 
 
 @upstream("OVS-DPDK - user configured mempool")
@@ -283,7 +284,7 @@ def test_user_configured_mempool(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     check(sb.vsctl(*add_port("br10", "p1", type="dpdk", options={"dpdk-devargs": "net_null0,no-rx=1"})))
     check(sb.vsctl("show"))
     assert ovs.log.grep(r"Found user configured shared mempool .* suitable for port with "
-                        r"MTU 1500", regex=True)
+                        r"MTU 1500")
     assert ovs.log.grep("Port p1: Requesting a mempool")
     steps = ((7000, "Found user configured shared mempool .* suitable for port with MTU 7000",
               "Port p1: Requesting a mempool"),
@@ -294,8 +295,8 @@ def test_user_configured_mempool(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
     for value, found, then in steps:
         since = ovs.log.mark()
         check(sb.vsctl(*set_interface("p1", mtu_request=value)))
-        ovs.log.wait(found, since=since, regex=True)
-        ovs.log.wait(then, since=since)
+        ovs.log.wait(found, after=since)
+        ovs.log.wait(re.escape(then), after=since)
         # The mtu column follows the reconfiguration a moment later.
         assert settled(lambda: check(sb.vsctl("get", "Interface", "p1", "mtu")).stdout,
                        f"{value}\n") == f"{value}\n"

@@ -114,9 +114,9 @@ def test_mtu_bound_vport(ovs_dpdk: Callable[..., OvsDpdk], edge: int, beyond: in
     assert settled(lambda: mtu(ovs), f"{edge}\n") == f"{edge}\n"
     check(ovs.sb.vsctl(*set_interface(port, mtu_request=beyond)))
     # Upstream greps at once; the line may come just after ovs-vsctl returns.
-    ovs.log.wait(f"{port}: unsupported MTU {beyond}")
+    ovs.log.wait(re.escape(f"{port}: unsupported MTU {beyond}"))
     assert mtu(ovs) == f"{edge}\n"
-    ovs.log.wait(f"failed to set MTU for network device {port}: Invalid argument")
+    ovs.log.wait(re.escape(f"failed to set MTU for network device {port}: Invalid argument"))
     check(ovs.sb.vsctl("del-port", "br10", port))
     pmd.stop()
 

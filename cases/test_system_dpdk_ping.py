@@ -113,7 +113,7 @@ def test_ping_vhost_user_ports(ovs_dpdk: Callable[..., OvsDpdk], request: pytest
     ping_both_ways(ovs, request, ns1, ns2, ["ping", "-c", "4", "-I", "tap0", "172.31.110.12"],
                    4, "dpdkvhostuser0")
     pmd.stop()
-    ovs.log.wait(f"vHost Device '{sock}' has been removed")
+    ovs.log.wait(re.escape(f"vHost Device '{sock}' has been removed"))
     check(sb.vsctl("del-port", "br10", "dpdkvhostuser0"))
 
 

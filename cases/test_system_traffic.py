@@ -305,9 +305,7 @@ def test_geneve_corrupted_metadata(system_traffic: Callable[..., Traffic], flavo
     side = KernelSide(ns, "p0")
     t.env.cleanup.defer("close p0", side.close)
     side.send([bytes.fromhex(CORRUPTED.replace(" ", ""))])
-    wait_until(lambda: any("Invalid Geneve tunnel metadata" in line
-                           for line in t.sb.log_lines()), 10,
-               what="'Invalid Geneve tunnel metadata' in ovs-vswitchd.log")
+    t.sb.log.wait("Invalid Geneve tunnel metadata", after=t.sb.log.case)
     icmp = [c for c in br0.read() if not c.outgoing and c.frame[12:14] == b"\x08\x00"
             and c.frame[23] == 1]
     assert not icmp, f"OVS delivered the corrupted packet's inner ICMP to br0: {icmp}"

@@ -97,10 +97,11 @@ def reinject(guest: Guest) -> None:
 
 
 def vswitchd_evidence(env: RealEnv) -> str:
+    """Its whole log and its stderr, from a daemon that may have died."""
     vs = env.sb.vswitchd
     assert vs is not None
-    return "\n".join(p.read_text(errors="replace") for p in (vs.log, vs.stderr_path)
-                     if p.exists())
+    stderr = vs.stderr_path.read_text(errors="replace") if vs.stderr_path.exists() else ""
+    return "\n".join(env.sb.log.lines()) + "\n" + stderr
 
 
 def guest_sends(env: RealEnv, guest: Guest, bug: OvsBug, tx: dpdk.DpdkPcapPort, n: int,

@@ -17,12 +17,11 @@ from harness import teardown_trace
 from harness.control import Result, Transcript, check, run_tool
 from harness.daemon import Daemon, DaemonDied, SandboxError
 from harness.install import OvsInstall
-from harness.logscan import scan_log, startup_stderr_problems
+from harness.logscan import scan_lines, scan_log, startup_stderr_problems
+from harness.ovslog import Log
 from harness.wait import wait_until
 
 VSCTL_TIMEOUT = 10  # seconds; an unbounded ovs-vsctl hangs forever if vswitchd died
-# sync_log()'s request carries this token, and the log readers leave it out.
-LOG_MARK = "ovstest-log-mark-"
 
 
 class SandboxOptions(TypedDict, total=False):
@@ -86,8 +85,7 @@ class Sandbox:
         # OVS_VSWITCHD_STOP's OVS_CHECK_BATCH_GROW(): the dp_packet_batch_grow counter
         # at stop (0 unless a case expects batches to grow; None: not checked).
         self.expected_batch_grow: int | None = 0
-        self._log_offset = 0
-        self._marks = 0
+        self.log = Log(rundir, lambda: self.vswitchd, self.assert_alive)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -127,7 +125,7 @@ class Sandbox:
         # the initial configuration committed (iface_types, datapath_types in the
         # database), which it logs its version right after.  The control socket
         # comes earlier; a read of those columns before this finds them empty.
-        self.wait_log(r"\|bridge\|INFO\|.*\(Open vSwitch\) ", timeout=timeout)
+        self.log.wait(r"\|bridge\|INFO\|.*\(Open vSwitch\) ", timeout=timeout)
         problems = startup_stderr_problems(self.vswitchd.stderr_path.read_text(errors="replace"))
         problems = [p for p in problems if not any(re.search(a, p) for a in self.stderr_allow)]
         if problems:
@@ -196,91 +194,18 @@ class Sandbox:
     # -- logs --------------------------------------------------------------
 
     def log_problems(self) -> list[str]:
-        out: list[str] = []
+        """WARN/ERR/EMER lines of the daemon logs beyond the allowlists; the
+        vswitchd log's with every line logged before this call."""
+        out = [f"{self.log.path.name}: {line}"
+               for line in scan_lines(self.log.lines(), self.log_allow)]
         for log in sorted(self.rundir.glob("*.log")):
-            out += [f"{log.name}: {line}" for line in scan_log(log, self.log_allow)]
+            if log != self.log.path:
+                out += [f"{log.name}: {line}" for line in scan_log(log, self.log_allow)]
         return out
 
     def allow_log(self, *patterns: str) -> None:
         """Per-case allowlist: regexes of WARN/ERR lines this case expects."""
         self.log_allow.extend(patterns)
-
-    def log_lines(self, since_mark: bool = True) -> list[str]:
-        """The vswitchd log from the mark (or the start), with every line logged
-        before this call (sync_log), or, from a daemon that no longer answers,
-        what its log holds (the evidence must not be lost with it)."""
-        try:
-            self.sync_log()
-        except (SandboxError, AssertionError):
-            pass
-        return self.lines_since(self._log_offset if since_mark else 0)
-
-    def mark_log(self) -> None:
-        """Later log_lines() calls start from here: after every line ovs-vswitchd
-        logged before this call (sync_log)."""
-        self._log_offset = self.sync_log()
-
-    def sync_log(self) -> int:
-        """The log position after every line ovs-vswitchd logged before this call.
-        Once started it writes its log asynchronously (vlog_enable_async()), so a
-        line a PMD thread logged can reach the file after a look at its size, and
-        land in the next id's slice.  A request ovs-vswitchd logs (-vunixctl, dbg)
-        joins the same writer's queue behind those lines: once its line is in the
-        file, so is everything logged before it.  The request is no step of the
-        case: it is in no transcript, and the readers here leave its lines out."""
-        if self.vswitchd is None or not self.vswitchd.alive():
-            return self.log_position()
-        self._marks += 1
-        token = f"{LOG_MARK}{os.getpid()}-{self._marks}".encode()
-        start = self.log_position()
-        self.vswitchd.transact("coverage/read-counter", [token.decode()])  # any logged request
-
-        def written() -> int:
-            self.assert_alive()
-            data = self._raw_since(start)
-            at = data.find(token)
-            end = data.find(b"\n", at) if at >= 0 else -1
-            return start + end + 1 if end >= 0 else 0
-        return wait_until(written, 10, what="ovs-vswitchd's log to reach this point")
-
-    def log_position(self) -> int:
-        """Where the vswitchd log ends now (upstream's get_log_next_line_num)."""
-        path = self.rundir / "ovs-vswitchd.log"
-        return path.stat().st_size if path.exists() else 0
-
-    def _raw_since(self, position: int) -> bytes:
-        try:
-            with open(self.rundir / "ovs-vswitchd.log", "rb") as f:
-                f.seek(position)
-                return f.read()
-        except OSError:
-            return b""
-
-    def lines_since(self, position: int) -> list[str]:
-        """The vswitchd log lines written after `position` (tail -n +LINE),
-        without sync_log()'s own request and reply."""
-        out: list[str] = []
-        replies: set[str] = set()
-        for line in self._raw_since(position).decode(errors="replace").splitlines():
-            if LOG_MARK in line:
-                replies.update(re.findall(r", id=([0-9]+)$", line))
-                continue
-            reply = re.search(r"\|unixctl\|DBG\|replying with error, id=([0-9]+):", line)
-            if reply and reply.group(1) in replies:
-                replies.discard(reply.group(1))
-                continue
-            out.append(line)
-        return out
-
-    def wait_log(self, pattern: str, since: int = 0, count: int = 1,
-                 timeout: float = 10.0) -> list[str]:
-        """OVS_WAIT_UNTIL([tail -n +LINE ovs-vswitchd.log | grep PATTERN]): wait until
-        `count` lines after `since` match the regex; returns the matching lines."""
-        def found() -> list[str]:
-            self.assert_alive()
-            hits = [ln for ln in self.lines_since(since) if re.search(pattern, ln)]
-            return hits if len(hits) >= count else []
-        return wait_until(found, timeout, what=f"{count} log line(s) matching {pattern!r}")
 
     # -- control -----------------------------------------------------------
 

@@ -119,14 +119,14 @@ class OvsSide(Side):
         lacks the AF_XDP mode asked for (then the topology cannot run here)."""
         assert self.env is not None
         sb = self.env.sb
-        sb.mark_log()
+        since = sb.log.mark()
         added = sb.vsctl("add-port", BRIDGE, name, "--", "set", "Interface", name,
                          f"ofport_request={ofport}", *settings)
         self.ports.append(name)
         error = check(sb.vsctl("get", "Interface", name, "error")).stdout.strip()
         if added.rc == 0 and error in ("[]", ""):
             return
-        errs = [ln for ln in sb.log_lines() if "|ERR|" in ln or "|WARN|" in ln]
+        errs = [ln for ln in sb.log.lines(after=since) if "|ERR|" in ln or "|WARN|" in ln]
         unsupported = [ln for ln in errs if "xsk_socket__create failed (Operation not "
                        "supported)" in ln]
         if self.kind.xdp_mode and unsupported:

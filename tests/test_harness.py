@@ -118,25 +118,6 @@ def test_daemon_death_is_detected_with_log_tail(raw_sandbox: Sandbox) -> None:
     assert sb.ovsdb is None  # ovsdb-server was still stopped
 
 
-def test_log_slices_follow_the_daemons_own_log_order(raw_sandbox: Sandbox) -> None:
-    """A mark goes through ovs-vswitchd's (asynchronous) log writer: a line it
-    logged before the mark is never in the slice after it, one logged after is,
-    and the marks' own request and reply are in no reader's lines."""
-    sb = raw_sandbox
-    sb.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy")
-    sb.vsctl("add-port", "br1", "p8", "--", "set", "interface", "p8", "type=nonexistent")
-    sb.mark_log()
-    assert not any("p8" in ln for ln in sb.log_lines())
-    sb.vsctl("add-port", "br1", "p9", "--", "set", "interface", "p9", "type=nonexistent")
-    assert any("p9" in ln and "WARN" in ln for ln in sb.log_lines())
-    assert any("p8" in ln for ln in sb.log_lines(since_mark=False))
-    every = sb.log_lines(since_mark=False) + sb.lines_since(0)
-    assert not any("ovstest-log-mark" in ln or "replying with error" in ln for ln in every)
-    assert b"ovstest-log-mark" in (sb.rundir / "ovs-vswitchd.log").read_bytes()  # they were there
-    sb.allow_log(r"p8", r"p9", r"nonexistent")
-    sb.stop()
-
-
 def test_stop_reaps_both_daemons(raw_sandbox: Sandbox) -> None:
     sb = raw_sandbox
     procs = [sb.vswitchd.proc, sb.ovsdb.proc]  # type: ignore[union-attr]

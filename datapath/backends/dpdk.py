@@ -85,7 +85,7 @@ def wait_initialized(sb: Sandbox, timeout: float = 30.0) -> None:
     try:
         wait_until(done, timeout, what="DPDK to initialise (dpdk_initialized=true)")
     except WaitTimeout as exc:
-        tail = "\n".join(sb.log_lines(since_mark=False)[-20:])
+        tail = "\n".join(sb.log.lines()[-20:])
         raise WaitTimeout(f"{exc}\n--- tail of ovs-vswitchd.log ---\n{tail}") from None
 
 

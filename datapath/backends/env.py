@@ -71,7 +71,7 @@ class RealEnv:
         except BaseException:
             self.ns_cleanup.run()
             raise
-        self.sb.mark_log()
+        self.sb.log.begin_case()
 
     def peer(self, role: str) -> Netns:
         """A namespace for the far end of a port (created on first use)."""
