@@ -46,13 +46,17 @@ class KnownCrash(Exception):
 def record_step(steps: list[Step] | None, title: str, rx_port: str, tx_port: str, *,
                 sent: Sequence[bytes], captured: Sequence[bytes],
                 expected: Expected | None = None, diff: Sequence[str] = (),
-                notes: Sequence[str] = (), bugs: dict[str, str] | None = None) -> Step:
+                notes: Sequence[str] = (), bugs: dict[str, str] | None = None,
+                expected_frames: Sequence[bytes] = ()) -> Step:
     """The one way to record a step: frames as hex, the model's frames, checksum
-    verdicts and notes from `expected` (if any), `notes` after them.  The step is
-    ok when `diff` is empty.  Appended to `steps` unless that is None."""
+    verdicts and notes from `expected` (if any; else the model's frames are
+    `expected_frames`, for a judge that builds them itself), `notes` after them.
+    The step is ok when `diff` is empty.  Appended to `steps` unless that is None."""
+    assert not (expected and expected_frames), "the model's frames once: expected or expected_frames"
     step = Step(title=title, rx_port=rx_port, tx_port=tx_port,
                 sent=[bytes(f).hex() for f in sent],
-                expected=[f.hex() for f in expected.frames] if expected else [],
+                expected=([f.hex() for f in expected.frames] if expected
+                          else [bytes(f).hex() for f in expected_frames]),
                 captured=[bytes(f).hex() for f in captured], ok=not diff, diff=list(diff),
                 csum_state=list(expected.csum_state) if expected else [],
                 notes=(list(expected.notes) if expected else []) + list(notes),
