@@ -238,7 +238,7 @@ class Packet:
     def put16(self, ofs: int, value: int) -> None:
         struct.pack_into("!H", self.data, ofs, value)
 
-    # -- rewrites (packets.c) ------------------------------------------------
+    # -- rewrites (CSUM-DOC: postpone, or RFC 1624 for an unknown checksum) --
 
     def patch_ip_csum(self, old: bytes, new: bytes) -> None:
         """A rewrite inside the IPv4 header: mark partial if valid, else RFC 1624."""
