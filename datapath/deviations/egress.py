@@ -10,7 +10,7 @@ from datapath.model import csum, gso
 from datapath.model.bugs import (GRE_CSUM_AT_PUSH, IPV4_HEADER_ONLY, IPV6_EXT_PSEUDO_HEADER,
                                  L4_PARTIAL_NOT_TCP_UDP, TRUNC_L4_CUT_CRASH, TRUNC_PENDING_CSUM,
                                  TRUNC_TUNNEL_OUTER_CSUM, TSO_EMPTY_TUNNEL_CSUM,
-                                 TSO_SHORT_TUNNEL_ASSERT, OvsBug)
+                                 TSO_SHORT_TUNNEL_ASSERT, TUNNEL_CSUM_TRUSTS_RX_GOOD, OvsBug)
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Layer, Packet
 from datapath.offloads import CsumState, TxOffloads
 
@@ -80,6 +80,11 @@ def deviations(pkt: Packet, slots: list[str], tx: TxOffloads | None = None) -> l
     """The known deviations that may apply to this packet at egress to a port
     with `tx` (send.py keeps those that change what leaves)."""
     found: list[Deviation] = []
+    if _tunnel_csum_shortcut(pkt, slots) and _wrong_but_good(pkt):
+        found.append(Deviation(TUNNEL_CSUM_TRUSTS_RX_GOOD, pkt,
+                               {"outer.UDP": _outer_as_if_valid},
+                               note="OVS computes the outer UDP checksum as if the inner "
+                                    "checksums flagged good were right"))
     if "outer.UDP" in slots and _tso_tunnel_shortcut(pkt, tx) == 0:
         segsz = pkt.tso_segsz
         found.append(Deviation(TSO_EMPTY_TUNNEL_CSUM, pkt,
@@ -149,6 +154,36 @@ def _tunnel_csum_shortcut(pkt: Packet, slots: list[str]) -> bool:
             and inn.l4 is not None and inn.l4_csum.valid
             and (inn.proto == PROTO_TCP
                  or (inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) != 0)))
+
+
+def _wrong_but_good(pkt: Packet) -> bool:
+    """Whether an inner checksum the rx port flagged good is wrong in the bytes."""
+    inn = pkt.inner
+    assert inn is not None and inn.l4 is not None
+    fixed = pkt.copy()
+    lay = fixed.inner
+    assert lay is not None
+    if inn.ipv == 4 and inn.ip_csum is CsumState.GOOD:
+        fixed.set_ip_csum(lay)
+    if inn.l4_csum is CsumState.GOOD:
+        fixed.set_l4_csum(lay)
+    return fixed.data != pkt.data
+
+
+def _outer_as_if_valid(pkt: Packet, outer: Layer) -> None:
+    """packet_udp_tunnel_csum(): the outer UDP checksum over the inner packet
+    with its TCP/UDP checksum taken as right (OVS holds it valid: flagged good,
+    or pending and completed), and its IPv4 header checksum too where OVS holds
+    that one valid; the inner bytes otherwise as they are."""
+    tmp = pkt.copy()
+    inn = tmp.inner
+    assert inn is not None and inn.l4 is not None
+    if inn.ipv == 4 and inn.ip_csum.valid:
+        tmp.set_ip_csum(inn)
+    tmp.set_l4_csum(inn)
+    tmp.set_l4_csum(tmp.outer)
+    pkt.put16(outer.l4_csum_ofs, tmp.u16(tmp.outer.l4_csum_ofs))
+    outer.l4_csum = CsumState.GOOD
 
 
 def _lco_outer(pkt: Packet, outer: Layer, proto: int, length: int) -> None:

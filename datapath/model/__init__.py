@@ -100,8 +100,12 @@ class Expected:
                 out.frames[i] = frame
                 if i < len(out.csum_state):
                     out.csum_state[i] = out.allowed[i][frame]
-                out.notes.append(f"frame {i}: OVS chose another allowed completion "
-                                 "(a checksum the port leaves undone was done by OVS)")
+            if len(out.allowed[i]) > 1 and frame in out.allowed[i]:
+                # Who did the work is OVS's choice (send.py E3, E4): a fact seen here.
+                left = sorted(k for k, v in out.allowed[i][frame].items() if v == "stale")
+                out.notes.append(f"frame {i}: OVS's split of the checksum work, as seen: " + (
+                    f"{', '.join(left)} left as handed to the port" if left
+                    else "no checksum left as handed to the port"))
         return out
 
 
@@ -180,17 +184,32 @@ def emit(out: Expected, sent: list[Egress]) -> None:
 
 
 def push_nested(pkt: Packet, action: PushTunnel) -> list[Packet]:
-    """netdev_push_header(): a packet that is already tunnelled is segmented if it
-    is TSO, and all its checksums are finished, before the next header goes on.
+    """A tunnel header pushed on `pkt`; on a packet already tunnelled, the rule
+    of send.py's nested-push paragraph.
 
-    A GRE checksum (RFC 2784 §2.5) is final then too: it covers the finished
-    bytes."""
+    A port's offloads reach a packet's outer headers and one level of inner
+    ones (send.py E4), and its segmentation a TCP packet under at most one
+    VXLAN, Geneve or GRE header (OVS Documentation/topics/userspace-tso.rst,
+    Limitations).  Under a second tunnel header neither reaches the first
+    tunnel's packet, so a correct datapath leaves nothing of it to the port: a
+    TSO packet leaves as segments it made in software (userspace-tso.rst,
+    "Software segmentation fallback"), each a whole packet with its own lengths
+    and checksums right (RFC 791, 9293, 768, 8200), and every checksum under
+    the new header is right in the bytes, a GRE checksum (RFC 2784 §2.5)
+    included.  When the datapath does this work does not show on the wire, so
+    the model does it before the push.  Two limits of what it allows: each
+    segment carries the headers the push writes on a single packet (a datapath
+    that segmented after the push could number the new IPv4 headers otherwise,
+    which RFC 6864 §4.1 allows for these DF datagrams); and the first tunnel's
+    own outer checksums, which a port could be handed as the inner level, are
+    expected right, not also as handed to a port that does not do them (E3).
+    """
     if pkt.tunnel is None and pkt.inner is None:
         action.apply(pkt)
         return [pkt]
     segs = gso.segment(pkt) if pkt.tso_segsz else [pkt]
     for seg in segs:
-        complete_in_software(seg, "before the push of a second tunnel header:")
+        complete_in_software(seg, "under a second tunnel header:")
         if seg.gre_csum_ofs is not None:
             _seal_gre(seg)
         action.apply(seg)

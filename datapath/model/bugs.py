@@ -393,8 +393,29 @@ CT_ICMP6_NAT_CONN_PROTO = OvsBug(
                          "cases/test_conntrack_offload.py::test_conntrack_offload"
                          "[dnat6_icmp6_related-rx_none-tx_none]"),))
 
+TUNNEL_CSUM_TRUSTS_RX_GOOD = OvsBug(
+    "tunnel-csum-trusts-rx-good",
+    "the outer UDP checksum OVS computes for a VXLAN/Geneve packet is taken as if the "
+    "inner checksums the rx port flagged good were right: where the port flagged a wrong "
+    "one good, the outer checksum is wrong for the bytes that leave (RFC 768, RFC 8200 "
+    "§8.1: it covers the datagram as sent), so the tunnel endpoint drops the packet "
+    "instead of the inner receiver",
+    "lib/packets.c packet_udp_tunnel_csum(): sums the inner pseudo-header and the inner "
+    "checksum it recomputes in place of the one in the packet, and no inner IPv4 header "
+    "whose checksum is flagged valid",
+    cls="by-design", severity="wrong counters", root_cause="tunnel-csum-trusts-rx-flags",
+    real_ports=(RealPort(
+        "vhost-user", "from the sources: a guest's VIRTIO_NET_HDR_F_DATA_VALID on a packet "
+        "whose TCP/UDP checksum is wrong (a driver must not set it on transmit, virtio 1.1 "
+        "§5.1.6.2.1), which DPDK's vhost library marks RX_L4_CKSUM_GOOD"),),
+    why="userspace-checksum-offloading.rst (rules 3-4) defines the good flag as 'present "
+        "in the packet and good': the shortcut is right for every input that keeps that "
+        "contract, and only a port that flags a wrong checksum good reaches it.  The packet "
+        "is lost either way (its inner checksum is wrong); what changes is where it is "
+        "dropped and which receiver's checksum error counters count it")
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
        TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, CT_TCP_SYN_SENT_REPLY,
-       CT_ICMP6_NAT_CONN_PROTO)
+       CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD)

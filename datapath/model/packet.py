@@ -193,9 +193,6 @@ class Packet:
     # layer above names them (datapath/model/hooks.py); the model names none.
     bugs: list[Known] = field(default_factory=list)
     tso_segsz: int = 0  # set by a TSO rx port: the packet may be segmented on tx
-    # Other bytes the contract allows for checksums already final (send.py E7):
-    # each makes the packet into one the egress may also start from.
-    choices: list[Callable[["Packet"], None]] = field(default_factory=list)
     # What output max_len left for egress (datapath/model/cut.py), if it cut the
     # packet while a TCP/UDP checksum was pending.
     cut: Cut | None = None
@@ -211,8 +208,8 @@ class Packet:
     def copy(self) -> "Packet":
         return Packet(bytearray(self.data), replace(self.outer),
                       None if self.inner is None else replace(self.inner), self.tunnel, [],
-                      self.gre_csum_ofs, list(self.bugs), self.tso_segsz, list(self.choices),
-                      self.cut, None if self.overlay is None else self.overlay.copy())
+                      self.gre_csum_ofs, list(self.bugs), self.tso_segsz, self.cut,
+                      None if self.overlay is None else self.overlay.copy())
 
     # The outermost layer is what rewrites act on.
     @property
@@ -241,7 +238,7 @@ class Packet:
     def put16(self, ofs: int, value: int) -> None:
         struct.pack_into("!H", self.data, ofs, value)
 
-    # -- rewrites (packets.c) ------------------------------------------------
+    # -- rewrites (CSUM-DOC: postpone, or RFC 1624 for an unknown checksum) --
 
     def patch_ip_csum(self, old: bytes, new: bytes) -> None:
         """A rewrite inside the IPv4 header: mark partial if valid, else RFC 1624."""

@@ -24,13 +24,17 @@ E3  Who completes a postponed checksum is OVS's choice, visible only on a port
     a stand-in for a broken driver).  There the wire may show the checksum
     right (OVS did it) or as handed to the port, untouched since it became
     partial.  `Egress.allowed` lists every frame the contract allows.
-E4  Which port feature may complete which checksum: the innermost IP and L4
-    headers are the `ip` and `l4` features (for a tunnel packet too: DPDK's mbuf
-    API addresses the inner headers with the plain flags); the outer IPv4 and
-    UDP headers of a tunnel are `out_ip` and `out_udp`, or `ip` and `l4` when no
-    inner checksum is pending at the port (then the packet is a plain one to
-    it); an inner checksum the port has no feature for is not: the datapath
-    completed it in software before handing the packet over (E2).
+E4  Which port feature may complete which checksum (vswitch.xml, Interface
+    status: `tx_ip_csum_offload`, `tx_tcp_csum_offload`, `tx_udp_csum_offload`
+    for a packet's own headers, `tx_out_ip_csum_offload` and
+    `tx_out_udp_csum_offload` for the outer headers of a tunnel packet).  A
+    tunnel packet may be handed to the port as one (its inner IP and L4 headers
+    are the `ip` and `l4` features', its outer IPv4 and UDP headers `out_ip`'s
+    and `out_udp`'s), or, once every inner checksum is right in the bytes, as a
+    plain packet (its outer headers are then the `ip` and `l4` features').  How
+    the datapath splits the work is its choice: every frame either split allows
+    is allowed (`Egress.allowed`), and a checksum the port has no feature for
+    under a split is the datapath's under that split (E2, the fallback).
 E5  A checksum covering another checksum that a port completes (an outer UDP
     checksum over the inner packet, a GRE checksum) must be right for the frame
     as completed: it is computed as if the covered checksum were already right
@@ -39,11 +43,12 @@ E5  A checksum covering another checksum that a port completes (an outer UDP
     the datapath's to compute.
 E6  An L4 checksum flagged partial on a packet that is neither TCP nor UDP has
     nothing to complete (OVS offloads only TCP, UDP and SCTP): it leaves as is.
-E7  A checksum an rx port flagged good is, to the datapath, validated (CSUM-DOC:
-    the flag says so): an outer UDP checksum over it may be computed as if it
-    were right, as E5 does for completed ones.  Where the port flagged a wrong
-    checksum good, the outer checksum may therefore be right for the bytes or
-    for the bytes as the flag claims them.
+E7  Every other checksum that covers a checksum is judged against the bytes
+    that leave: an outer UDP checksum covers the inner packet as it is on the
+    wire (RFC 768 over IPv4, RFC 8200 §8.1 over IPv6), an inner checksum that is
+    wrong there included, even one the rx port flagged good.  The flag tells the
+    datapath what to leave alone (E1), not what the bytes are; LCO (E5) holds
+    only for a checksum a port completes after the datapath hands it over.
 
 E8  output(port, max_len) hands the port the first max_len bytes of the
     packet as it would leave (ovs-actions(7): truncation serves mirroring to a
@@ -51,9 +56,13 @@ E8  output(port, max_len) hands the port the first max_len bytes of the
     cut.  No checksum below the cut is judged: its bytes are gone
     (datapath/model/cut.py).
 
-Before a second tunnel header goes on, every pending checksum is completed in
-software: offload flags reach an inner and an outer header only (DPDK mbuf
-outer/inner offsets), so nothing below the new outer header can be handed on.
+A second tunnel header (push_nested in datapath/model/__init__.py): the port
+features above reach two levels of headers, a packet's outer headers and one
+level of inner ones, so once a second tunnel header is on, nothing under the
+first tunnel's outer headers can be left to the port: those checksums must be
+right in the bytes the port is handed (E2).  When the datapath computes them,
+before or after the push, does not show on the wire (a checksum is a function
+of the bytes it covers, RFC 1071); the model computes them before the push.
 
 The model knows no OVS bug.  Where OVS is known to break these rules, the layer
 above it (datapath/deviations/, through datapath/model/hooks.py) fills
@@ -136,34 +145,62 @@ def complete(pkt: Packet, tx: TxOffloads) -> Egress:
             pkt.notes.append("L4 checksum partial on a packet that is neither TCP nor UDP: "
                              "nothing to complete; it leaves as it is")
             lay.l4_csum = CsumState.UNKNOWN
-    slots = pending_slots(pkt, tx)
+    splits = [pending_slots(pkt, tx)]  # E4: handed as a tunnel packet (or a plain one)
+    if pkt.inner is not None:
+        plain = pending_slots(pkt, tx, as_plain=True)
+        if plain != splits[0]:
+            splits.append(plain)
+    allowed, canonical = _allowed(pkt, splits[0], tx)
+    for slots in splits[1:]:
+        for frame, verdicts in _allowed(pkt, slots, tx)[0].items():
+            allowed.setdefault(frame, verdicts)
+    for slot in splits[0]:
+        pkt.notes.append(f"{slot.name} checksum pending: " + (
+            f"right on the wire, or as handed ({slot.optional})" if slot.optional
+            else f"right on the wire, or as it is ({slot.may_stay})" if slot.may_stay
+            else "must be right on the wire"))
+    for slot in (splits[1] if len(splits) > 1 else []):
+        if slot.optional:
+            pkt.notes.append(f"{slot.name} checksum: also as handed once the inner checksums "
+                             f"are right and the packet is handed as a plain one ({slot.optional})")
+    out = Egress(canonical, allowed)
+    canonical.notes = pkt.notes
+    ovs: dict[bytes, Verdicts] = {}
+    named: list[hooks.Known] = []
+    for slots in splits:
+        mine = _allowed(pkt, slots, tx)[0] if len(splits) > 1 else allowed
+        theirs, bugs, notes = hooks.active().egress(pkt, slots, tx, mine)
+        for frame, verdicts in (theirs or mine).items():
+            ovs.setdefault(frame, verdicts)
+        if theirs:
+            named += [b for b in bugs if b not in named]
+            canonical.notes += [n for n in notes if n not in canonical.notes]
+    if named:
+        out.ovs_allowed = ovs
+        canonical.bugs += [b for b in named if b not in canonical.bugs]
+    return out
+
+
+def _allowed(pkt: Packet, slots: list[Slot], tx: TxOffloads) -> tuple[dict[bytes, Verdicts],
+                                                                      Packet]:
+    """Every frame one split of the work allows, and its canonical frame."""
     allowed, canonical = variants(pkt, slots)
     if pkt.cut is not None and pkt.cut.handed is not None \
             and pkt.cut.flag in tx.driver_flags():
         handed = pkt.copy()  # E3: a cut packet's pending checksum left to such a port
         pkt.cut.handed(handed)
         allowed.update(variants(handed, slots)[0])
-    for slot in slots:
-        pkt.notes.append(f"{slot.name} checksum pending: " + (
-            f"right on the wire, or as handed ({slot.optional})" if slot.optional
-            else f"right on the wire, or as it is ({slot.may_stay})" if slot.may_stay
-            else "must be right on the wire"))
-    out = Egress(canonical, allowed)
-    canonical.notes = pkt.notes
-    ovs, named, notes = hooks.active().egress(pkt, slots, tx, allowed)
-    if ovs:
-        out.ovs_allowed = ovs
-        canonical.bugs += [b for b in named if b not in canonical.bugs]
-        canonical.notes += notes
-    return out
+    return allowed, canonical
 
 
-def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
-    """The postponed checksums, innermost first (the order E5 needs)."""
+def pending_slots(pkt: Packet, tx: TxOffloads, as_plain: bool = False) -> list[Slot]:
+    """The postponed checksums, innermost first (the order E5 needs), with the
+    port features that may complete each (E4): a tunnel packet handed to the
+    port as one, or `as_plain`, as a plain packet (every inner checksum is then
+    the datapath's)."""
     adv = tx.netdev_flags()
     disabled = tx.driver_flags()
     tunnel = pkt.inner is not None
-    inner_pending = tunnel and _handed_inner(pkt, adv)
     layers = [("inner", True), ("outer", False)] if tunnel else [("outer", False)]
     out: list[Slot] = []
     for where, innermost in layers:
@@ -179,10 +216,10 @@ def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
                 continue
             plain = "ip" if kind == "ip" else ("tcp" if lay.proto == PROTO_TCP else "udp")
             covers = {plain}
-            if tunnel and not innermost:
+            if tunnel and innermost and as_plain:
+                covers = set()
+            elif tunnel and not innermost and not as_plain:
                 covers = {"out_ip" if kind == "ip" else "out_udp"}
-                if not inner_pending:
-                    covers.add(plain)
             why = ""
             if covers & disabled & adv:
                 why = f"the port advertises {'/'.join(sorted(covers & disabled))} but does not do it"
@@ -196,44 +233,16 @@ def pending_slots(pkt: Packet, tx: TxOffloads) -> list[Slot]:
     return out
 
 
-def _handed_inner(pkt: Packet, adv: frozenset[str]) -> bool:
-    """Whether an inner checksum is still pending when the port gets the packet:
-    one the port advertises a feature for.  One it does not, the datapath has
-    completed in software before (E2, the fallback), so the port sees a plain
-    packet (E4)."""
-    lay = pkt.inner
-    assert lay is not None
-    if lay.ip_csum is P and lay.l3 is not None and lay.ipv == 4 and "ip" in adv:
-        return True
-    return (lay.l4_csum is P and lay.l4 is not None and not lay.fragment
-            and lay.proto in (PROTO_TCP, PROTO_UDP)
-            and ("tcp" if lay.proto == PROTO_TCP else "udp") in adv)
-
-
 def variants(pkt: Packet, slots: list[Slot],
              completions: dict[str, Completion | None] | None = None,
              gre: int | None = None) -> tuple[dict[bytes, Verdicts], Packet]:
-    """Every frame the slots allow (see _variants), from the packet and from each
-    of its choices (E7 before a second push)."""
-    allowed, canonical = _variants(pkt, slots, completions, gre)
-    for choice in pkt.choices:
-        other = pkt.copy()
-        other.choices = []
-        choice(other)
-        for frame, verdicts in _variants(other, slots, completions, gre)[0].items():
-            allowed.setdefault(frame, verdicts)
-    return allowed, canonical
-
-
-def _variants(pkt: Packet, slots: list[Slot],
-              completions: dict[str, Completion | None] | None = None,
-              gre: int | None = None) -> tuple[dict[bytes, Verdicts], Packet]:
     """Every frame the slots allow, and the canonical one (each optional checksum
     as handed, each that may stay as it was).
 
     A slot that may stay (E2) is a final choice: what covers it is computed over
     the value chosen.  A slot handed to a port (E3) is not: what covers it is
-    computed as if the port had completed it (E5).  `completions` gives slots
+    computed as if the port had completed it (E5); every other covering
+    checksum is right for the bytes that leave (E7).  `completions` gives slots
     completed another way (None: left as they are) and `gre` a fixed GRE
     checksum: how the layer above says the datapath under test deviates."""
     completions = completions or {}
@@ -259,10 +268,6 @@ def _variants(pkt: Packet, slots: list[Slot],
             ideal.put16(ofs, 0)
             ideal.put16(ofs, csum.checksum(bytes(ideal.data[ofs - 4:])) if gre is None else gre)
         optional = [s for s in slots if s.optional and s.name not in left]
-        trusting = None
-        if "outer.UDP" not in left and "outer.UDP" not in completions \
-                and any(s.name == "outer.UDP" for s in slots):
-            trusting = _trusting_outer_udp(ideal)
         for choice in itertools.product((True, False), repeat=len(optional)):
             variant = ideal.copy()
             for slot, as_handed in zip(optional, choice):
@@ -271,62 +276,26 @@ def _variants(pkt: Packet, slots: list[Slot],
                     slot.set_state(variant, P)
             allowed.setdefault(bytes(variant.data), variant.csum_verdicts())
             canonical = canonical or variant
-            handed_udp = any(a and s.name == "outer.UDP" for s, a in zip(optional, choice))
-            if trusting is not None and not handed_udp:
-                alt = variant.copy()
-                alt.put16(alt.outer.l4_csum_ofs, trusting)
-                allowed.setdefault(bytes(alt.data), alt.csum_verdicts())
     assert canonical is not None
     return allowed, canonical
 
 
-def _trusting_outer_udp(pkt: Packet) -> int | None:
-    """E7: the outer UDP checksum of a VXLAN/Geneve packet computed as if each
-    inner checksum flagged good were right, where one is not (a port that
-    flagged a wrong checksum good).  The datapath may rely on an rx port's
-    verdict (CSUM-DOC: good means validated), as LCO relies on the inner
-    checksums (E5); None where no such checksum is wrong."""
-    inn = pkt.inner
-    if inn is None or pkt.tunnel not in ("vxlan", "geneve") or inn.l3 is None:
-        return None
-    fixed = pkt.copy()
-    lay = fixed.inner
-    assert lay is not None
-    if inn.ip_csum is CsumState.GOOD and inn.ipv == 4:
-        fixed.set_ip_csum(lay)
-    if inn.l4_csum is CsumState.GOOD and inn.l4 is not None and not inn.fragment \
-            and inn.proto in (PROTO_TCP, PROTO_UDP) \
-            and not (inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) == 0):
-        fixed.set_l4_csum(lay)
-    if fixed.data == pkt.data:
-        return None
-    fixed.set_l4_csum(fixed.outer)
-    return fixed.u16(fixed.outer.l4_csum_ofs)
-
-
 def complete_in_software(pkt: Packet, why: str) -> None:
-    """Every pending checksum right, by the datapath itself (before a second
-    tunnel header: see the module docstring).  The layer above may record that
-    the datapath under test completes one otherwise, to show once the packet
-    leaves, or aborts on the way (hooks.py)."""
+    """Every pending checksum right for the bytes (E2, E7), by the datapath
+    itself (before a second tunnel header: see the module docstring).  The
+    layer above may record that the datapath under test completes one
+    otherwise, to show once the packet leaves, or aborts on the way (hooks.py)."""
     nothing = TxOffloads()
     observer = hooks.active()
     observer.crashes(pkt, nothing)
     slots = pending_slots(pkt, nothing)
     _, done = variants(pkt, slots)
     token = observer.before_software_completion(pkt, slots)
-    trusting = _trusting_outer_udp(done) if any(s.name == "outer.UDP" for s in slots) else None
     pkt.data = done.data
     for slot in slots:
         slot.set_state(pkt, CsumState.GOOD)
     if slots:
         pkt.notes.append(f"{why} completed {', '.join(s.name for s in slots)} in software")
-    if trusting is not None and trusting != pkt.u16(pkt.outer.l4_csum_ofs):
-        other = pkt.copy()
-        other.put16(other.outer.l4_csum_ofs, trusting)
-        pkt.choices.append(patch_from_end(bytes(pkt.data), bytes(other.data)))
-        pkt.notes.append(f"outer.UDP 0x{trusting:04x} allowed too: computed as if the checksums "
-                         "flagged good under it were right (E7)")
     observer.after_software_completion(pkt, token)
 
 
