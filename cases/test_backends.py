@@ -134,7 +134,7 @@ def test_dpdk_net_pcap_forward(real_env: Callable[..., RealEnv], request: pytest
 # vhost-user with dpdk-testpmd as the guest
 
 
-def _vhost_bench(env, frames: list[bytes]):  # type: ignore[no-untyped-def]
+def _vhost_rig(env, frames: list[bytes]):  # type: ignore[no-untyped-def]
     """br1: v1 (dpdkvhostuserclient, testpmd behind it) and p2 (net_pcap).
 
     testpmd is the vhost-user server: it is started first, OVS's client port is
@@ -176,7 +176,7 @@ def test_vhost_guest_to_ovs(real_env: Callable[..., RealEnv], request: pytest.Fi
     # One flow: OVS may reorder frames of different flows within one rx batch.
     frames = [compose("tcp", 4), with_l4_csum(compose("tcp", 4), 0xBEEF)]
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, frames)
+    v1, p2, guest = _vhost_rig(env, frames)
     pmd = guest.pmd
     rx = RxFlags()
     if engine == "csum":
@@ -221,7 +221,7 @@ def test_ovs_to_vhost_guest(real_env: Callable[..., RealEnv], request: pytest.Fi
     no flags, incremental update), the guest's rx counter, and that the OVS
     port's negotiated offloads are in its status."""
     env = real_env("dpdk")
-    v1, p2, guest = _vhost_bench(env, [])
+    v1, p2, guest = _vhost_rig(env, [])
     pmd = guest.pmd
     for key in STATUS_OFFLOAD_KEYS:
         assert key in v1.status, v1.status

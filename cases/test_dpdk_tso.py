@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from cases.test_backends import _vhost_bench
+from cases.test_backends import _vhost_rig
 from cases.test_tso import reassembled, tcp_payload
 from datapath import model
 from datapath.model import gso
@@ -46,7 +46,7 @@ def test_vhost_guest_tso_to_net_pcap(real_env: Callable[..., RealEnv], request: 
     frame = tso_frame(ipv, 2000)
     env = real_env("dpdk", tso=True)
     env.sb.allow_log(*LOG_ALLOW)
-    v1, p2, guest = _vhost_bench(env, [frame])
+    v1, p2, guest = _vhost_rig(env, [frame])
     pmd = guest.pmd
     pmd.stop_port(0)
     for layer in ("tcp", "udp"):  # virtio has no IPv4 header checksum offload
