@@ -7,7 +7,7 @@ rx flag, good/bad frame) combination is its own id in a fresh sandbox (so its
 packet is always a miss), on every backend, and every frame that leaves p2 is
 compared, field by field, with the model's expectation.  On the dummy backend
 those ids share a sandbox that each gets back to its fresh state (no rule, no
-datapath flow, default ports: fixtures/plain_bench.py).
+datapath flow, default ports: fixtures/plain_rig.py).
 """
 from __future__ import annotations
 

@@ -43,13 +43,13 @@ DECAP = [
 
 
 @pytest.mark.parametrize("tunnel,underlay,inner,csum,frame", DECAP)
-def test_dpdk_decap(dpdk_tunnel_bench, tunnel: str, underlay: int, inner: str, csum: bool,
+def test_dpdk_decap(dpdk_tunnel_rig, tunnel: str, underlay: int, inner: str, csum: bool,
                     frame: str) -> None:
     """Verifies: what the native tunnel receive rules accept comes out of p1 as
     the model says, given the flags net_tap stamped and p1's offloads; what
     they refuse is dropped, nothing leaves p1, and exactly the drop and check
     counters the model names move."""
-    bench, record = dpdk_tunnel_bench()
+    rig, record = dpdk_tunnel_rig()
     tun = spec(tunnel, underlay, csum)
     local, remote, _ = UNDERLAY[underlay]
     l4 = INNERS[inner]
@@ -57,23 +57,23 @@ def test_dpdk_decap(dpdk_tunnel_bench, tunnel: str, underlay: int, inner: str, c
                        inner_frame(inner, l4, frame == "bad_inner"), csum=csum)
     if frame in ("bad_outer_ip", "bad_outer_csum"):
         sent = corrupt_outer(sent, frame)
-    flags = bench.p2.rx_flags_for(sent)
+    flags = rig.p2.rx_flags_for(sent)
     record.params["rx"] = f"net_tap: {flags_text(flags)}"
     suffix, rw = rewrite(inner, l4)
     actions = [*rw, output("p1")]
-    bench.prepare(record, tun, f"in_port=t1{suffix},actions={ofctl_actions(actions)}")
+    rig.prepare(record, tun, f"in_port=t1{suffix},actions={ofctl_actions(actions)}")
     popped = decap.pop(sent, flags)
     expected = model.Expected(frames=[], notes=[
         f"backend: net_tap port p2 stamps rx {flags_text(flags)}; p1 offers tx "
-        f"{bench.p1.tx.id}", *popped.notes])
+        f"{rig.p1.tx.id}", *popped.notes])
     if popped.inner is not None:
-        expected.extend(model.forward(popped.inner, actions, bench.p1.tx, RxFlags()))
-    before = bench.counters()
-    send_and_expect(bench.p2, [sent], bench.p1, expected,
+        expected.extend(model.forward(popped.inner, actions, rig.p1.tx, RxFlags()))
+    before = rig.counters()
+    send_and_expect(rig.p2, [sent], rig.p1, expected,
                     title=f"{tun.id} rx {flags_text(flags)} {frame}", steps=record.steps)
-    moved = bench.counters_after(before, popped.counters)
+    moved = rig.counters_after(before, popped.counters)
     assert moved == popped.counters, f"coverage counters moved {moved}, model says {popped.counters}"
     l3_drop = popped.counters["native_tnl_l3csum_err"] > 0
     # A PMD thread's log lines carry its name: native_tnl(pmd-c01/id:7)|WARN|...
-    bench.check_log(*([r"native_tnl(\([^)]*\))?\|WARN\|ip packet has invalid checksum"]
-                      if l3_drop else []))
+    rig.check_log(*([r"native_tnl(\([^)]*\))?\|WARN\|ip packet has invalid checksum"]
+                    if l3_drop else []))

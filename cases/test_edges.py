@@ -38,22 +38,22 @@ EDGE_IDS = [pytest.param(edge, ipv, topo, tx, rx, id=f"{edge}-in{ipv}-{topo}-{tx
             for topo in TOPOLOGIES for tx in TXS for rx in rx_for(edge)]
 
 
-def send(tunnel_bench, topo: str, match: str, rewrite: list, frames: list[bytes],
+def send(tunnel_rig, topo: str, match: str, rewrite: list, frames: list[bytes],
          rx: RxFlags, tx: TxOffloads) -> list[bytes]:
     tso = rx.tso_segsz > 0
     if topo == "plain":
-        bench, record = tunnel_bench("plain", 4, tso)
-        return bench.forward(record, None, match, [*rewrite, output("p2")], frames, rx, tx)
+        rig, record = tunnel_rig("plain", 4, tso)
+        return rig.forward(record, None, match, [*rewrite, output("p2")], frames, rx, tx)
     kind, ul = topo.split("-ul")
     tun = spec(kind, int(ul), True)
-    bench, record = tunnel_bench(kind, int(ul), tso)
-    return bench.forward(record, tun, match,
-                         [*rewrite, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")],
-                         frames, rx, tx)
+    rig, record = tunnel_rig(kind, int(ul), tso)
+    return rig.forward(record, tun, match,
+                       [*rewrite, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")],
+                       frames, rx, tx)
 
 
 @pytest.mark.parametrize("edge,ipv,topology,tx,rx", EDGE_IDS)
-def test_edge_frames(tunnel_bench, edge: str, ipv: int, topology: str, tx: TxOffloads,
+def test_edge_frames(tunnel_rig, edge: str, ipv: int, topology: str, tx: TxOffloads,
                      rx: str) -> None:
     """Verifies every field of what leaves against the model, on both paths."""
     frame = EDGES[edge](ipv)
@@ -63,7 +63,7 @@ def test_edge_frames(tunnel_bench, edge: str, ipv: int, topology: str, tx: TxOff
         match, rewrite = "in_port=p1,ipv6,nw_proto=44", []
     else:
         match, rewrite = f"in_port=p1,{ip_proto_of(edge)}", [mod_tp_dst(NEW_PORT)]
-    send(tunnel_bench, topology, match, rewrite, [frame], RXS[rx], tx)
+    send(tunnel_rig, topology, match, rewrite, [frame], RXS[rx], tx)
 
 
 FLAGS = ["F", "P", "U", "R", "C", "E", "FPUCE"]
@@ -76,7 +76,7 @@ SIZES = [0, 1, 499, 500, 501, 1459, 1460, 1461]
     pytest.param(f, s, t, i, id=f"{f}-{s}B-{t}-in{i}")
     for (f, s), t, i in itertools.product(
         [(f, 1200) for f in FLAGS] + [("PA", s) for s in SIZES], TSO_TOPOLOGIES, (4, 6))])
-def test_tso_flags_and_sizes(tunnel_bench, flags: str, size: int, topology: str,
+def test_tso_flags_and_sizes(tunnel_rig, flags: str, size: int, topology: str,
                              inner: int) -> None:
     """A TSO packet to a port without TSO: segments with FIN and PSH on the last
     only, CWR on the first only (RFC 3168 §6.1.2), the others copied; no payload,
@@ -84,4 +84,4 @@ def test_tso_flags_and_sizes(tunnel_bench, flags: str, size: int, topology: str,
     1500-byte MTU."""
     frame = tso_frame(inner, size, flags=flags + ("A" if "A" not in flags else ""), seq=1000)
     rx = RxFlags(l4=CsumState.PARTIAL, tso_segsz=500)
-    send(tunnel_bench, topology, "in_port=p1", [], [frame], rx, TxOffloads())
+    send(tunnel_rig, topology, "in_port=p1", [], [frame], rx, TxOffloads())

@@ -28,7 +28,7 @@ def corrupted(frame: bytes, what: str) -> bytes:
     return corrupt_outer(frame, "bad_outer_ip" if what == "outer_ip" else "bad_outer_csum")
 
 
-def run(tunnel_bench, scenario: Scenario) -> None:  # type: ignore[no-untyped-def]
+def run(tunnel_rig, scenario: Scenario) -> None:  # type: ignore[no-untyped-def]
     """One scenario through OVS: both paths, every frame against the model."""
     frame = build_frame(scenario["frame"])
     rx, tx = rx_flags(scenario["rx"]), TxOffloads.parse(scenario["tx"])
@@ -42,23 +42,23 @@ def run(tunnel_bench, scenario: Scenario) -> None:  # type: ignore[no-untyped-de
         local, remote, _ = UNDERLAY[tun.underlay]
         sent = corrupted(encapsulate(tun.kind, local, remote, LOCAL_MAC, REMOTE_MAC, frame,
                                      csum=bool(tun.csum)), what)
-        bench, record = tunnel_bench(tun.kind, tun.underlay)
+        rig, record = tunnel_rig(tun.kind, tun.underlay)
         _fresh(record)
-        bench.receive(record, tun, "in_port=t1" + (f",{match}" if match else ""),
-                      [*rw, output("p1")], sent, rx, tx)
+        rig.receive(record, tun, "in_port=t1" + (f",{match}" if match else ""),
+                    [*rw, output("p1")], sent, rx, tx)
         return
     cut = [Truncate(scenario["max_len"])] if scenario.get("max_len") else []
     if scenario["topology"] == "plain":
-        bench, record = tunnel_bench("plain", 4)
+        rig, record = tunnel_rig("plain", 4)
         _fresh(record)
-        bench.forward(record, None, "in_port=p1" + (f",{match}" if match else ""),
-                      [*rw, *cut, output("p2")], [frame], rx, tx)
+        rig.forward(record, None, "in_port=p1" + (f",{match}" if match else ""),
+                    [*rw, *cut, output("p2")], [frame], rx, tx)
         return
-    bench, record = tunnel_bench(tun.kind, tun.underlay)
+    rig, record = tunnel_rig(tun.kind, tun.underlay)
     _fresh(record)
-    bench.forward(record, tun, "in_port=p1" + (f",{match}" if match else ""),
-                  [*rw, *cut, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")], [frame],
-                  rx, tx)
+    rig.forward(record, tun, "in_port=p1" + (f",{match}" if match else ""),
+                [*rw, *cut, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")], [frame],
+                rx, tx)
 
 
 def _fresh(record) -> None:  # type: ignore[no-untyped-def]
@@ -67,16 +67,16 @@ def _fresh(record) -> None:  # type: ignore[no-untyped-def]
     record.commands.clear()
 
 
-def test_explore(tunnel_bench, request: pytest.FixtureRequest) -> None:
+def test_explore(tunnel_rig, request: pytest.FixtureRequest) -> None:
     """Verifies, for each drawn scenario, every frame and field against the model
     on both paths; a deviation becomes a saved regression and fails the case."""
-    explore(scenarios(), lambda scenario: run(tunnel_bench, scenario),
+    explore(scenarios(), lambda scenario: run(tunnel_rig, scenario),
             request.config.getoption("explore"), request.node)
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])
                                       for e in load_regressions()
                                       if e["scenario"].get("direction") != "nested"])
-def test_regression(tunnel_bench, scenario: Scenario) -> None:
+def test_regression(tunnel_rig, scenario: Scenario) -> None:
     """A scenario exploration once found deviating, replayed as it was saved."""
-    run(tunnel_bench, scenario)
+    run(tunnel_rig, scenario)

@@ -61,7 +61,7 @@ HOPS = (Hop("t1", 11, "br1", "br2", "aa:66:aa:66:00:00", "aa:66:aa:66:00:01", 12
             {4: ("1.1.3.88", "1.1.3.92", 24), 6: ("2001:beef::88", "2001:beef::92", 64)}))
 
 
-class NestedBench:
+class NestedRig:
     """br1 (p1, t1) -> br2 (t1's underlay; t2) -> br3 (t2's underlay; p3), one
     ovs-vswitchd for all examples, reconfigured per example where it differs."""
 
@@ -171,57 +171,57 @@ class NestedBench:
         assert not bad, "unexpected lines in ovs-vswitchd.log:\n" + "\n".join(bad)
 
 
-class Benches:
-    """The bench of one case: rebuilt after a known crash took the daemon down."""
+class Rigs:
+    """The rig of one case: rebuilt after a known crash took the daemon down."""
 
     def __init__(self, install: OvsInstall, root: Path, record: CaseRecord,
                  tshark: Tshark | None) -> None:
         self.install, self.root, self.record, self.tshark = install, root, record, tshark
-        self.bench: NestedBench | None = None
+        self.rig: NestedRig | None = None
         self.lives = 0
 
-    def get(self) -> NestedBench:
-        """The live bench (a new one after a crash, which run() already blamed)."""
-        if self.bench is not None and not self.bench.alive():
-            self.bench.sb.kill()
-            self.bench = None
-        if self.bench is None:
+    def get(self) -> NestedRig:
+        """The live rig (a new one after a crash, which run() already blamed)."""
+        if self.rig is not None and not self.rig.alive():
+            self.rig.sb.kill()
+            self.rig = None
+        if self.rig is None:
             self.lives += 1
             rundir = self.root / f"nested-{self.lives}"
             shutil.rmtree(rundir, ignore_errors=True)
-            self.bench = NestedBench(self.install, rundir, self.record, self.tshark)
-        return self.bench
+            self.rig = NestedRig(self.install, rundir, self.record, self.tshark)
+        return self.rig
 
     def close(self) -> None:
-        if self.bench is not None:
-            if self.bench.alive():
-                self.bench.sb.stop(scan_logs=False)  # every example scanned its own slice
+        if self.rig is not None:
+            if self.rig.alive():
+                self.rig.sb.stop(scan_logs=False)  # every example scanned its own slice
             else:
-                self.bench.sb.kill()
+                self.rig.sb.kill()
 
 
 @pytest.fixture
 def nested(ovs_install: OvsInstall, case_record: CaseRecord, second_opinion: Tshark | None,
-           tmp_path: Path) -> Iterator[Benches]:
-    benches = Benches(ovs_install, tmp_path, case_record, second_opinion)
-    yield benches
-    benches.close()
+           tmp_path: Path) -> Iterator[Rigs]:
+    rigs = Rigs(ovs_install, tmp_path, case_record, second_opinion)
+    yield rigs
+    rigs.close()
 
 
-def run(benches: Benches, scenario: Scenario) -> None:
+def run(rigs: Rigs, scenario: Scenario) -> None:
     """One example; a daemon that died in it, other than by a known crash, is
     this example's failure, whatever else it raised."""
-    benches.record.steps.clear()  # the record keeps the last example's evidence
-    bench = benches.get()
+    rigs.record.steps.clear()  # the record keeps the last example's evidence
+    rig = rigs.get()
     try:
-        bench.run(scenario)
+        rig.run(scenario)
     finally:
-        if not bench.alive() and bench.sb.expected_crash is None:
+        if not rig.alive() and rig.sb.expected_crash is None:
             raise AssertionError("ovs-vswitchd died in this example:\n"
-                                 + (bench.sb.crash_report() or "(nothing in its log)"))
+                                 + (rig.sb.crash_report() or "(nothing in its log)"))
 
 
-def test_explore_nested(nested: Benches, request: pytest.FixtureRequest) -> None:
+def test_explore_nested(nested: Rigs, request: pytest.FixtureRequest) -> None:
     """Verifies, for each drawn scenario, every frame and field of the nested
     encapsulation (or the drop check_pkt_len asks for) against the model on both
     paths; a deviation becomes a saved regression and fails the case."""
@@ -232,6 +232,6 @@ def test_explore_nested(nested: Benches, request: pytest.FixtureRequest) -> None
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])
                                       for e in load_regressions()
                                       if e["scenario"].get("direction") == "nested"])
-def test_nested_regression(nested: Benches, scenario: Scenario) -> None:
+def test_nested_regression(nested: Rigs, scenario: Scenario) -> None:
     """A nested scenario exploration once found deviating, replayed as it was saved."""
     run(nested, scenario)

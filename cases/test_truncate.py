@@ -62,7 +62,7 @@ TUNNEL_TX = ["none", "l4", "l4_disabled", "out_udp", "out_udp_disabled"]
                          ids=["vxlan-ul4", "geneve-ul6", "gre-ul4"])
 @pytest.mark.parametrize("tx", [pytest.param(TxOffloads.parse(s), id=TxOffloads.parse(s).id)
                                 for s in TUNNEL_TX])
-def test_output_max_len_into_tunnel(tunnel_bench, tx: TxOffloads, tunnel: str, underlay: int,
+def test_output_max_len_into_tunnel(tunnel_rig, tx: TxOffloads, tunnel: str, underlay: int,
                                     l4: str, ipv: int, max_len: int) -> None:
     """output(port=TUNNEL,max_len=N) of a frame whose L4 checksum is pending,
     into a tunnel with checksums on: the frame leaving p2 against the model (the
@@ -70,9 +70,9 @@ def test_output_max_len_into_tunnel(tunnel_bench, tx: TxOffloads, tunnel: str, u
     trunc-pending-csum says (the inner checksum over the bytes left; a
     VXLAN/Geneve outer UDP checksum for the packet before the cut) or dies as
     trunc-l4-cut-crash says; those ids xfail only if it does exactly so."""
-    bench, record = tunnel_bench(tunnel, underlay)
+    rig, record = tunnel_rig(tunnel, underlay)
     tun = spec(tunnel, underlay, True)
     frame = compose(l4, ipv, payload=bytes(range(20)))
-    bench.forward(record, tun, "in_port=p1",
-                  [Truncate(max_len), PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")],
-                  [frame], RxFlags(l4=CsumState.PARTIAL), tx)
+    rig.forward(record, tun, "in_port=p1",
+                [Truncate(max_len), PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")],
+                [frame], RxFlags(l4=CsumState.PARTIAL), tx)

@@ -170,14 +170,14 @@ TUNNEL_EDGES = [
 
 
 @pytest.mark.parametrize("tunnel,underlay,csum,inner,size,flags,tx,rx", TUNNEL_EDGES)
-def test_tso_edges_tunnel(tunnel_bench, tunnel: str, underlay: int, csum: bool, inner: str,
+def test_tso_edges_tunnel(tunnel_rig, tunnel: str, underlay: int, csum: bool, inner: str,
                           size: int, flags: str, tx: TxOffloads, rx: str) -> None:
     """The same shapes pushed into every tunnel type over both underlays, csum on
     and off: always segmented in software (no tunnel TSO), each segment with its
     own outer and inner lengths, ids and checksums."""
-    bench, record = tunnel_bench(tunnel, underlay, tso=True)
+    rig, record = tunnel_rig(tunnel, underlay, tso=True)
     frame, payload = edge_frame(int(inner[-1]), size, flags)
     tun = spec(tunnel, underlay, csum)
-    captured = bench.forward(record, tun, "in_port=p1", [PushTunnel(tun, "11"), output("p2")],
-                             [frame], RxFlags(l4=RX_L4[rx], tso_segsz=500), tx)
+    captured = rig.forward(record, tun, "in_port=p1", [PushTunnel(tun, "11"), output("p2")],
+                           [frame], RxFlags(l4=RX_L4[rx], tso_segsz=500), tx)
     assert reassembled(captured, frame) == payload

@@ -41,16 +41,16 @@ ENCAP = [
 
 
 @pytest.mark.parametrize("tunnel,underlay,inner,l4,csum,rx,tx,frame", ENCAP)
-def test_encap_csum(tunnel_bench, tunnel: str, underlay: int, inner: str, l4: str, csum: bool,
+def test_encap_csum(tunnel_rig, tunnel: str, underlay: int, inner: str, l4: str, csum: bool,
                     rx: str, tx: TxOffloads, frame: str) -> None:
     """Verifies every field of the encapsulated frame leaving p2 against the
     model: outer header, outer IPv4/UDP/GRE checksums, inner checksums."""
-    bench, record = tunnel_bench(tunnel, underlay)
+    rig, record = tunnel_rig(tunnel, underlay)
     tun = spec(tunnel, underlay, csum)
     suffix, rw = rewrite(inner, l4)
     actions = [*rw, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")]
-    bench.forward(record, tun, f"in_port=p1{suffix}", actions,
-                  [inner_frame(inner, l4, frame == "bad_frame")], rx_flags(rx), tx)
+    rig.forward(record, tun, f"in_port=p1{suffix}", actions,
+                [inner_frame(inner, l4, frame == "bad_frame")], rx_flags(rx), tx)
 
 
 DECAP_FRAMES = ["good_frame", "bad_outer_ip", "bad_outer_csum", "bad_inner"]
@@ -64,12 +64,12 @@ DECAP = [
 
 
 @pytest.mark.parametrize("tunnel,underlay,inner,l4,csum,rx,frame", DECAP)
-def test_decap_csum(tunnel_bench, tunnel: str, underlay: int, inner: str, l4: str, csum: bool,
+def test_decap_csum(tunnel_rig, tunnel: str, underlay: int, inner: str, l4: str, csum: bool,
                     rx: str, frame: str) -> None:
     """Verifies: frames the native tunnel receive rules accept come out of p1 as
     the model says (inner checksums untouched but for rewrites); the others are
     dropped, nothing leaves p1, and exactly the drop and check counters move."""
-    bench, record = tunnel_bench(tunnel, underlay)
+    rig, record = tunnel_rig(tunnel, underlay)
     tun = spec(tunnel, underlay, csum)
     local, remote, _ = UNDERLAY[underlay]
     sent = encapsulate(tunnel, local, remote, LOCAL_MAC, REMOTE_MAC,
@@ -77,4 +77,4 @@ def test_decap_csum(tunnel_bench, tunnel: str, underlay: int, inner: str, l4: st
     if frame in ("bad_outer_ip", "bad_outer_csum"):
         sent = corrupt_outer(sent, frame)
     suffix, rw = rewrite(inner, l4)
-    bench.receive(record, tun, f"in_port=t1{suffix}", [*rw, output("p1")], sent, rx_flags(rx))
+    rig.receive(record, tun, f"in_port=t1{suffix}", [*rw, output("p1")], sent, rx_flags(rx))

@@ -1,7 +1,7 @@
 """VXLAN tunnel checksums, upstream's sequences: dpif-netdev.at tests 1122-1133, one id each.
 
 cases/test_tunnel_upstream.py runs every forward of these tests as an id of its
-own on a shared bench whose datapath flows are purged before each id, so each
+own on a shared rig whose datapath flows are purged before each id, so each
 packet is a miss.  Here each upstream test runs as upstream runs it: its own
 ovs-vswitchd with upstream's set-up (br0, br1 with p1 and t1, br2 with p2 and
 the underlay address, p2.pcap), its one rule, and all its forwards in order

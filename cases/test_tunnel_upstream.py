@@ -4,7 +4,7 @@
 offload}': traffic from p1 is rewritten, pushed into VXLAN port t1 and leaves
 the underlay port p2.  Upstream's sequences, faithfully (one daemon each, all
 forwards in order), are cases/test_tunnel_sequences.py.  Here, on top, every
-forward of every upstream test is one id on a shared bench whose datapath
+forward of every upstream test is one id on a shared rig whose datapath
 flows are purged first (so its packet is always a miss), and every frame is
 compared in full with the model's.
 """
@@ -22,13 +22,13 @@ PARAMS = [
 
 
 @pytest.mark.parametrize("underlay,traffic,step", PARAMS)
-def test_vxlan_upstream(tunnel_bench, underlay: int, traffic: str, step: UpstreamForward) -> None:
+def test_vxlan_upstream(tunnel_rig, underlay: int, traffic: str, step: UpstreamForward) -> None:
     """Verifies the outer header (addresses, lengths, DF, TTL, UDP ports, VNI),
     the outer UDP checksum (0 with csum off; complete, via the nested-checksum
     shortcut or in full, with csum on; ffff left by a _disabled driver), the
     outer IPv4 checksum, and the inner checksums after the rewrite."""
-    bench, record = tunnel_bench("vxlan", underlay)
+    rig, record = tunnel_rig("vxlan", underlay)
     inn = INNERS[traffic]
     tun = spec("vxlan", underlay, step.csum)
-    bench.forward(record, tun, inn.match(), model_actions(inn, tun),
-                  [inn.frames()[step.frame]], step.rx, step.tx)
+    rig.forward(record, tun, inn.match(), model_actions(inn, tun),
+                [inn.frames()[step.frame]], step.rx, step.tx)

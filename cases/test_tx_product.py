@@ -51,7 +51,7 @@ def _id(row: dict[str, object]) -> str:
 
 
 @pytest.mark.parametrize("row", [pytest.param(r, id=_id(r)) for r in ROWS])
-def test_tx_product(tunnel_bench, row: dict[str, object]) -> None:
+def test_tx_product(tunnel_rig, row: dict[str, object]) -> None:
     """Verifies every field of what leaves p2 against the model (datapath/model/
     send.py: checksums right on the wire, or as handed to a port that advertises
     but does not do them), on the upcall path and through the installed flow."""
@@ -69,10 +69,10 @@ def test_tx_product(tunnel_bench, row: dict[str, object]) -> None:
         frame = inner_frame(inner, l4, bad)
     suffix, rw = rewrite(inner, l4)
     if kind == "plain":
-        bench, record = tunnel_bench("plain", 4)
-        bench.forward(record, None, f"in_port=p1{suffix}", [*rw, output("p2")], [frame], rx, tx)
+        rig, record = tunnel_rig("plain", 4)
+        rig.forward(record, None, f"in_port=p1{suffix}", [*rw, output("p2")], [frame], rx, tx)
         return
     tun = spec(kind, underlay, True if tso else variant == "csum_on")
-    bench, record = tunnel_bench(kind, underlay, tso)
+    rig, record = tunnel_rig(kind, underlay, tso)
     actions = [*rw, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")]
-    bench.forward(record, tun, f"in_port=p1{suffix}", actions, [frame], rx, tx)
+    rig.forward(record, tun, f"in_port=p1{suffix}", actions, [frame], rx, tx)

@@ -180,8 +180,8 @@ def test_guest_tcp_short_data_offset(real_env: Callable[..., RealEnv],
     assert "dst=192.168.123.1" in dump, f"the megaflow does not match nw_dst:\n{dump}"
 
 
-def tunnel_bench(env: RealEnv, frames: list[bytes]) -> tuple[VhostUserClientPort,
-                                                             dpdk.DpdkPcapPort, Guest]:
+def vhost_tunnel_rig(env: RealEnv, frames: list[bytes]) -> tuple[VhostUserClientPort,
+                                                                 dpdk.DpdkPcapPort, Guest]:
     """br1: v1 (vhost-user, testpmd behind it) and t1 (VXLAN, csum=true);
     br2 (its address in the switch namespace): p2 (net_pcap), the underlay."""
     sb = env.sb
@@ -230,7 +230,7 @@ def test_guest_tso_trailer_into_vxlan_csum(real_env: Callable[..., RealEnv],
     frame = body + bytes(range(256)) + bytes(range(204))  # 460-byte trailer
     env = real_env("dpdk", tso=True, system_route=True)
     env.sb.allow_log(*LOG_ALLOW)
-    v1, p2, guest = tunnel_bench(env, [frame])
+    v1, p2, guest = vhost_tunnel_rig(env, [frame])
     guest_csum_port(guest, v1, tso=SEGSZ)
     check(env.sb.ofctl("add-flow", "br1", f"in_port=1,actions=output:{TUNNEL_OFPORT}"))
     guest.pmd.clear_port_stats()
@@ -261,7 +261,7 @@ def test_guest_tso_truncated_into_vxlan_csum(real_env: Callable[..., RealEnv],
     frame = tso_frame(4, 2000)
     env = real_env("dpdk", tso=True, system_route=True)
     env.sb.allow_log(*LOG_ALLOW)
-    v1, p2, guest = tunnel_bench(env, [frame])
+    v1, p2, guest = vhost_tunnel_rig(env, [frame])
     guest_csum_port(guest, v1, tso=SEGSZ)
     check(env.sb.ofctl("add-flow", "br1",
                        f"in_port=1,actions=output(port={TUNNEL_OFPORT},max_len={max_len})"))

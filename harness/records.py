@@ -100,7 +100,7 @@ class CaseRecord:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON.  Evidence of some size (commands, steps with their frames, the
-        log) is packed into one `evidence_z` text (see pack()): a run of bench
+        log) is packed into one `evidence_z` text (see pack()): a run of rig
         commands and TSO segments repeats itself and shrinks tenfold."""
         data = dataclasses.asdict(self)
         evidence = {key: data[key] for key in EVIDENCE}

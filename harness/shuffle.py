@@ -5,7 +5,7 @@ is set.  The order is drawn with random.Random(seed) level by level of the node
 ids: the order of the modules, then within each module the order of its
 functions and classes, then within each class the order of its ids.  Ids of one
 module never interleave with another module's: module-scoped fixtures (and the
-benches shared through fixtures/pool.py) then set up as often as in a plain run.
+rigs shared through fixtures/pool.py) then set up as often as in a plain run.
 Every pytest-xdist worker draws the same order from the same seed.
 
 $OVSTEST_SHUFFLE_ORDER names a JSON file that receives {"seed", "order"}, the

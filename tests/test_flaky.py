@@ -139,8 +139,8 @@ def test_the_failure_message_is_pytests_first_e_lines() -> None:
 
 
 def test_a_message_without_traceback_is_its_first_lines_and_is_bounded() -> None:
-    assert failure_message("the shared bench could not be built\nsecond\nthird") == (
-        "the shared bench could not be built | second")
+    assert failure_message("the shared rig could not be built\nsecond\nthird") == (
+        "the shared rig could not be built | second")
     long = failure_message("E   " + "x" * 1000)
     assert len(long) == flakiness.MESSAGE_CHARS and long.endswith("...")
 

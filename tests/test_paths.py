@@ -39,7 +39,7 @@ def test_recirculation_served_twice_by_the_cache() -> None:
 
 
 def test_kernel_packets_in_the_second_window_may_go_up_or_hit_another_cache() -> None:
-    # CI, tap/veth bench, IPv6 underlay: two router solicitations or MLD
+    # CI, tap/veth rig, IPv6 underlay: two router solicitations or MLD
     # reports from br2 arrived with our frame; one took an upcall, the other
     # a megaflow an earlier one installed.  Ours hit the SMC.
     fast = PathStats(received=3, passes=3, smc=1, megaflow=1, upcalls=1)
