@@ -242,6 +242,9 @@ OUT_PORT = {1: 3, 2: 2, 3: 1, 4: 2, 5: 2, 6: 1, 7: 3}
 
 @dataclass
 class ModelSide:
+    """The model's side of a scenario: its connection table, the scenario, the
+    ports' offloads, and the packets each state rule must have counted."""
+
     ct: Conntrack
     sc: Scenario
     rx: RxFlags
@@ -312,7 +315,8 @@ class ModelSide:
 
 
 def known_state(sb: Sandbox, ports: dict[int, DummyPort], in_port: int, data: bytes,
-                cookie: int, expected: Expected, deviation: tuple[OvsBug, int], side: "ModelSide",
+                cookie: int, expected: Expected, deviation: tuple[OvsBug, int],
+                model_side: "ModelSide",
                 case_record: CaseRecord, title: str) -> None:
     """A packet OVS is known to classify otherwise (datapath/deviations/conntrack.py):
     a sighting if it leaves exactly by the port of OVS's state, as the model
@@ -321,9 +325,10 @@ def known_state(sb: Sandbox, ports: dict[int, DummyPort], in_port: int, data: by
     id an xfail); a failure if it leaves as the model says (the entry is stale)
     or anywhere else."""
     bug, state = deviation
-    ovs_cookie = rule_for(in_port, Result(state, conn=side.probe(in_port, data).conn), None)
+    ovs_cookie = rule_for(in_port, Result(state, conn=model_side.probe(in_port, data).conn), None)
     ovs_port = OUT_PORT[ovs_cookie]
-    ovs_frames = model.forward(data, [output(f"p{ovs_port}")], side.tx, side.rx).frames
+    ovs_frames = model.forward(data, [output(f"p{ovs_port}")], model_side.tx,
+                               model_side.rx).frames
     base = ports[in_port].rx_count()
     ports[in_port].send([data])
     got: dict[int, list[bytes]] = {n: [] for n in ports}
@@ -378,12 +383,12 @@ def test_conntrack_offload(sandbox: Sandbox, case_record: CaseRecord,
     table.write_text("\n".join(flows(sc)) + "\n")
     check(sb.ofctl("del-flows", "br0"))
     check(sb.ofctl("add-flows", "br0", str(table)))  # one call for the whole table
-    side = ModelSide(Conntrack(), sc, rx, tx)
+    model_side = ModelSide(Conntrack(), sc, rx, tx)
     steps = list(sc.steps)
     for i, (side, data) in enumerate(steps):  # grows once if a NAT range chose
         in_port = 1 if side == "c" else 2
-        cookie, expected, choices = side.expect(in_port, data)
-        res = side.probe(in_port, data)
+        cookie, expected, choices = model_side.expect(in_port, data)
+        res = model_side.probe(in_port, data)
         pkt = Packet.parse(data)
         crash = ovs_crash(res, rx, pkt.ipv, pkt.proto)
         if crash is not None:
@@ -395,7 +400,7 @@ def test_conntrack_offload(sandbox: Sandbox, case_record: CaseRecord,
                 expected.ovs_allowed = [{known[1]: expected.csum_state[0]}]
         deviation = ovs_state(res)
         if deviation is not None:
-            known_state(sb, ports, in_port, data, cookie, expected, deviation, side,
+            known_state(sb, ports, in_port, data, cookie, expected, deviation, model_side,
                         case_record, f"{sc.name} step {i}")
             return  # a sighting, decided at the case's end (datapath/verdict.py)
         try:
@@ -408,11 +413,11 @@ def test_conntrack_offload(sandbox: Sandbox, case_record: CaseRecord,
             raise FrameMismatch(exc.expected, exc.got, exc.lines, context=(
                 f"{exc.context}; expected by the rule for {RULES[cookie]!r}; the frames that "
                 f"left elsewhere: {elsewhere}; datapath flows:\n{flows_now}")) from None
-        side.commit_step(in_port, data, captured[0], choices)
+        model_side.commit_step(in_port, data, captured[0], choices)
         if i == len(sc.steps) - 1 and sc.server is not None and sc.nat is not None:
             # The server answers whatever the range gave (its first address and
             # port when the packet was invalid and nothing was chosen).
-            conn = next((c for c in side.ct.conns if c.nat), None)
+            conn = next((c for c in model_side.ct.conns if c.nat), None)
             ports_lo = sc.nat.ports[0] if sc.nat.ports else 0
             chosen = (sc.nat.addrs[0], ports_lo) if conn is None else \
                 (conn.reply.dst, conn.reply.dport)
@@ -420,6 +425,6 @@ def test_conntrack_offload(sandbox: Sandbox, case_record: CaseRecord,
     for n, port in ports.items():
         assert port.read_tx() == [], f"p{n} sent frames the model does not expect"
     check(sb.appctl("revalidator/purge"))  # the datapath flows' stats go to the rules
-    assert rule_counts(sb) == side.counts, \
+    assert rule_counts(sb) == model_side.counts, \
         "packets per ct_state rule (" + ", ".join(f"{c}={RULES[c]}" for c in RULES) + ")"
 
