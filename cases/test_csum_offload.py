@@ -15,8 +15,15 @@ import pytest
 
 from datapath.model.actions import mod_nw_dst, mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from fixtures.frames import (MICROGRAM, OPT_PKT, arp_request, compose, icmp_echo,
-                             with_ip_csum_flipped, with_l4_csum)
+from fixtures.frames import (
+    MICROGRAM,
+    OPT_PKT,
+    arp_request,
+    compose,
+    icmp_echo,
+    with_ip_csum_flipped,
+    with_l4_csum,
+)
 from harness.control import check
 
 STATES = [CsumState.UNKNOWN, CsumState.GOOD, CsumState.BAD, CsumState.PARTIAL]

@@ -15,19 +15,19 @@ from scapy.packet import Raw
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import send_and_expect
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from fixtures.frames import L7
 from harness.control import check
 from harness.dpflows import installed, wait_retranslated
-from datapath.expect import send_and_expect
 from harness.filters import bre, strip_xout_keep_actions
 from harness.ovslog import START, LogMark
+from harness.records import CaseRecord
 from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
-from harness.records import CaseRecord
-from harness.tshark import Tshark
 
 PMD_AT = {"file": "pmd.at"}
 THREE_NUMAS = "0,0,0,1,1,8,8"

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 import pytest
 
-from fixtures.system_dpdk import (NEEDS_NIC, VHOST_CLIENT_ALLOW, OvsDpdk, skip_without_cpus,
-                                  upstream)
+from fixtures.system_dpdk import NEEDS_NIC, VHOST_CLIENT_ALLOW, OvsDpdk, skip_without_cpus, upstream
 from harness.control import check
 from harness.vsctl import add_port, set_interface
 from harness.wait import settled
-from collections.abc import Callable
 
 pytestmark = pytest.mark.requires(backend="dpdk")
 

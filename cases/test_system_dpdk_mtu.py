@@ -9,6 +9,7 @@ more: the port's mempool must hold an MTU-sized frame in one mbuf.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -16,7 +17,6 @@ from fixtures.system_dpdk import VHOST_CLIENT_ALLOW, OvsDpdk, upstream
 from harness.control import check
 from harness.vsctl import set_interface
 from harness.wait import settled
-from collections.abc import Callable
 
 pytestmark = pytest.mark.requires(backend="dpdk")
 

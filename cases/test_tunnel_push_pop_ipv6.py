@@ -21,8 +21,7 @@ from datapath.model.neigh import neighbor_solicitation
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
 from fixtures import pushpop_frames as F
-from fixtures.pushpop import (BR0_MAC, INT_BR, P0, PushPop, erspan_timestamp, neigh_advert,
-                              port_rx)
+from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, erspan_timestamp, neigh_advert, port_rx
 from harness.filters import strip_ufid, strip_used
 from harness.vsctl import set_interface
 

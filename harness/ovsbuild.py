@@ -30,8 +30,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.runtime import (APT_TIMEOUT, OVS_PACKAGE, LaunchError, cache_dir, host_mirror,
-                             provision_root, runtime_key, runtime_versions, sealed_argv)
+from harness.runtime import (
+    APT_TIMEOUT,
+    OVS_PACKAGE,
+    LaunchError,
+    cache_dir,
+    host_mirror,
+    provision_root,
+    runtime_key,
+    runtime_versions,
+    sealed_argv,
+)
 
 # The toolchain root's packages (Debian unstable).  Changing the list changes its key.
 TOOLCHAIN_PACKAGES = [

@@ -13,8 +13,8 @@ read-only at its own path, so its libtool wrappers and compiled-in paths hold.
 from __future__ import annotations
 
 import fcntl
-import json
 import hashlib
+import json
 import os
 import shutil
 import subprocess

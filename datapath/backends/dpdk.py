@@ -22,13 +22,23 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort,
-                                      interface_status, tx_from_status)
+from datapath.backends.kernel import MOVED_DEVICE_LOG, KernelPort, interface_status, tx_from_status
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model import csum
-from datapath.model.packet import (ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
-                                   IPV4_MIN_HEADER, IPV6_HEADER, L4_CSUM_OFS, PROTO_TCP,
-                                   PROTO_UDP, ether_type, ipv4_header, ipv6_header)
+from datapath.model.packet import (
+    ETH_TYPE_IPV4,
+    ETH_TYPE_IPV6,
+    ETH_TYPE_QINQ,
+    ETH_TYPE_VLAN,
+    IPV4_MIN_HEADER,
+    IPV6_HEADER,
+    L4_CSUM_OFS,
+    PROTO_TCP,
+    PROTO_UDP,
+    ether_type,
+    ipv4_header,
+    ipv6_header,
+)
 from datapath.offloads import CsumState, RxFlags
 from harness.control import check
 from harness.install import OvsInstall

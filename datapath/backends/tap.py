@@ -19,9 +19,14 @@ What the ports can express, read from what OVS and the kernel negotiated:
 """
 from __future__ import annotations
 
-from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, datapath_rx_packets,
-                                      interface_status, tx_from_status)
-from datapath.backends.netns import (KernelSide, Netns, ethtool_features, l4_offsets, link_mac)
+from datapath.backends.kernel import (
+    MOVED_DEVICE_LOG,
+    KernelPort,
+    datapath_rx_packets,
+    interface_status,
+    tx_from_status,
+)
+from datapath.backends.netns import KernelSide, Netns, ethtool_features, l4_offsets, link_mac
 from datapath.backends.offload_check import OffloadMismatch
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
