@@ -247,6 +247,8 @@ OUT_PORT = {1: 3, 2: 2, 3: 1, 4: 2, 5: 2, 6: 1, 7: 3}
 
 @dataclass
 class ModelSide:
+    """The model's side of one scenario: its connection tracker, the scenario, and the rx and tx offloads."""
+
     ct: Conntrack
     sc: Scenario
     rx: RxFlags

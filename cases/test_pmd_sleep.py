@@ -198,7 +198,7 @@ def test_revalidator_modify_overlapping_flows(sandbox: Sandbox, case_record: Cas
 
 
 def replace_flows(sb: Sandbox, flow: str) -> None:
-    """echo FLOW | ovs-ofctl --bundle replace-flows br0 -"""
+    """Replace br0's flows with FLOW in one bundle: `echo FLOW | ovs-ofctl --bundle replace-flows br0 -`."""
     path = sb.rundir / "replace-flows.txt"
     path.write_text(flow + "\n")
     check(sb.ofctl("--bundle", "replace-flows", "br0", str(path)))

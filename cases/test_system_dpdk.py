@@ -1,7 +1,7 @@
 """system-dpdk.at (Open vSwitch 4.0.0) without a physical NIC: EAL and lcores,
 vhost-user ports with dpdk-testpmd as the guest, MTU, mempools, policing, QoS,
-dpif/offload/show.  (MTU on vhost ports: test_system_dpdk_mtu.py; pings and
-headroom expansion: test_system_dpdk_ping.py.)
+dpif/offload/show.  MTU on vhost ports: test_system_dpdk_mtu.py; pings and
+headroom expansion: test_system_dpdk_ping.py.
 
 Each case runs upstream's commands in upstream's order and checks what
 upstream checks (the log lines it waits for, command outputs), then more.

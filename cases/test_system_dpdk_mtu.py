@@ -1,6 +1,6 @@
 """system-dpdk.at's MTU tests on vhost-user client ports (Open vSwitch 4.0.0),
-with dpdk-testpmd's virtio-user as the guest.  (The tests on a physical port
-are listed, skipped, in test_system_dpdk.py.)
+with dpdk-testpmd's virtio-user as the guest.  The tests on a physical port
+are listed, skipped, in test_system_dpdk.py.
 
 Each case runs upstream's commands in upstream's order and checks what
 upstream checks (the MTU read back, the log line of a refused MTU), then

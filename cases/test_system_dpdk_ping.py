@@ -181,7 +181,7 @@ def test_ping_vhost_user_client_ports(ovs_dpdk: Callable[..., OvsDpdk],
 
 
 def numa_rxqs() -> str:
-    """$(lscpu | awk '/NUMA node\\(s\\)/ { print $NF + 1 }')."""
+    r"""$(lscpu | awk '/NUMA node\(s\)/ { print $NF + 1 }')."""
     out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
     m = re.search(r"^NUMA node\(s\):\s*(\d+)", out, re.M)
     return str(int(m.group(1)) + 1 if m else 2)

@@ -29,7 +29,7 @@ PORT = 5201
 
 
 class MeasurementFailed(AssertionError):
-    pass
+    """A throughput run that produced no usable measurement."""
 
 
 def _pair(env, backend: str) -> tuple[KernelPort, KernelPort]:  # type: ignore[no-untyped-def]

@@ -105,7 +105,10 @@ def test_srv6(pushpop: PushPop) -> None:
         return [label(f) for f in got]
 
     def parsed(n: int) -> list[str]:
-        """`ovs-ofctl parse-pcap p0.pcap | tail -n N | grep -o 'ipv6_label=0x[0-9a-f]*'`"""
+        """The flow labels of p0's last N frames.
+
+        `ovs-ofctl parse-pcap p0.pcap | tail -n N | grep -o 'ipv6_label=0x[0-9a-f]*'`
+        """
         out = t.ofctl("parse-pcap", "p0.pcap").stdout.splitlines()[-n:]
         return [m for ln in out for m in re.findall(r"ipv6_label=0x[0-9a-f]*", ln)]
 
