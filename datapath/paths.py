@@ -43,6 +43,7 @@ def mode_for(nodeid: str) -> str:
 
 
 def cache_config(mode: str) -> dict[str, str]:
+    """The other_config settings of a datapath cache mode."""
     return dict(CACHE_MODES[mode])
 
 

@@ -72,6 +72,7 @@ _vdev_ids = itertools.count()
 
 
 def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> SandboxOptions:
+    """The Sandbox options of a DPDK-enabled ovs-vswitchd in the switch namespace."""
     if install.vswitchd_dpdk is None:
         raise RuntimeError("no DPDK-enabled ovs-vswitchd")
     return {
@@ -144,6 +145,8 @@ def net_tap_rx_flags(frame: bytes) -> RxFlags:
 
 
 class DpdkTapPort(KernelPort):
+    """A DPDK net_tap port: OVS reads it through DPDK, the test uses its kernel side in a peer namespace."""
+
     kind = "dpdk net_tap"
     RX_LIMITS = ("net_tap verifies IPv4/TCP/UDP checksums in software and stamps exactly "
                  "good or bad; it cannot leave a TCP/UDP checksum unknown or mark it partial")

@@ -53,6 +53,8 @@ def add_bridge(sb: Sandbox, name: str) -> None:
 
 
 class TapPort(KernelPort):
+    """A tap port: the kernel side of the tap is in a peer namespace, where the test sends and captures."""
+
     kind = "tap"
     RX_LIMITS = ("a tap port can only hand over L4-partial packets (virtio-net NEEDS_CSUM; "
                  "TCP GSO packets too with userspace TSO) or packets with no flags; OVS 4.0 "
@@ -101,6 +103,8 @@ class TapPort(KernelPort):
 
 
 class VethPort(KernelPort):
+    """A veth port: OVS holds one end as a system port, the other end is in a peer namespace."""
+
     kind = "veth"
     RX_LIMITS = ("a veth (system) port hands over L4-partial packets only with userspace TSO "
                  "on, and never good/bad or IP checksum flags")

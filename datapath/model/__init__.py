@@ -172,6 +172,7 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
 
 
 def emit(out: Expected, sent: list[Egress]) -> None:
+    """Append the frames sent, with what each may also be, their bugs and notes, to the expectation."""
     for egress in sent:
         pkt = egress.pkt
         out.allowed, out.ovs_allowed = out.padded("allowed"), out.padded("ovs_allowed")

@@ -29,6 +29,8 @@ COUNTERS = ("datapath_drop_tunnel_pop_error", "native_tnl_l3csum_checked",
 
 @dataclass
 class Popped:
+    """The result of a tunnel receive: the inner frame (None if dropped), the counters, notes."""
+
     inner: bytes | None  # None: dropped
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     notes: list[str] = field(default_factory=list)

@@ -51,7 +51,7 @@ def csum_id(on: bool) -> str:
 
 
 class TunnelError(ValueError):
-    pass
+    """A tunnel specification the model cannot build."""
 
 
 @dataclass(frozen=True)
