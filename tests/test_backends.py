@@ -89,6 +89,8 @@ def test_net_tap_rx_flags() -> None:
 
 
 class FakeSandbox:
+    """A sandbox whose dpctl and pmd-stats-show output the test gives."""
+
     def __init__(self, dpctl: str = "", pmd: str = "") -> None:
         self._dpctl, self._pmd = dpctl, pmd
 
@@ -164,6 +166,8 @@ def test_offload_mismatch_is_a_failure_naming_both_sides() -> None:
 
 
 class StubPort(KernelPort):
+    """A kernel port that stamps the rx flags and offers the tx offloads it is given."""
+
     kind = "stub"
     RX_LIMITS = "stubs stamp what they are told"
 
