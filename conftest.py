@@ -1,3 +1,4 @@
+"""The rootdir conftest: loads the framework's pytest plugins."""
 # The framework's pytest plugins; being at the rootdir, this also puts the
 # checkout first on sys.path (our `fixtures` package, not PyPI's).  A plugin other
 # plugins import comes before them, so that pytest rewrites its asserts.

@@ -1,0 +1,1 @@
+"""The test cases: each module reproduces an upstream Autotest file or says what it adds."""

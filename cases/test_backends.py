@@ -7,26 +7,26 @@ backends of the shared checksum cases (the `two_ports` topology).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from datapath import model
 from datapath.backends import dpdk, tap
+from datapath.backends.env import RealEnv
 from datapath.backends.kernel import tx_from_status
 from datapath.backends.netns import ethtool_features
-from datapath.backends.offload_check import (check_dpdk, check_kernel, check_vhost,
-                                             driver_tx_capabilities)
+from datapath.backends.offload_check import check_dpdk, check_kernel, check_vhost, driver_tx_capabilities
 from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode, TestPmdError
 from datapath.backends.vhost import GuestInjector
+from datapath.expect import send_and_expect
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import compose, with_l4_csum
 from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
-from datapath.expect import send_and_expect
 from harness.wait import wait_until
 from reports.plugin import record_for
-from collections.abc import Callable
-from datapath.backends.env import RealEnv
 
 TSO = [pytest.param(False, id="tso_off"), pytest.param(True, id="tso_on")]
 VIRTIO_NET_F_CSUM = 1 << 0  # the guest may send partial checksums

@@ -12,10 +12,10 @@ from fixtures.frames import L7
 from fixtures.sequence import capture, expect_unchanged
 from harness.control import check
 from harness.logscan import miss_upcall_keys
-from harness.vsctl import add_port, chain
-from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, chain
+from harness.wait import wait_until
 
 KEY_PREFIX = ("recirc_id(0),dp_hash(0),skb_priority(0),in_port(1),skb_mark(0),ct_state(0),"
               "ct_zone(0),ct_mark(0),ct_label(0),packet_type(ns=0,id=0),")

@@ -25,17 +25,17 @@ import pytest
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import expect_frames, send_and_expect
 from datapath.model.actions import output
 from datapath.model.conntrack import Conntrack, CtCommitDnat
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import compose, with_ip_csum_flipped
 from harness.control import check
-from datapath.expect import expect_frames, send_and_expect
+from harness.records import CaseRecord
 from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
-from harness.records import CaseRecord
-from harness.tshark import Tshark
 
 G, B, P, U = CsumState.GOOD, CsumState.BAD, CsumState.PARTIAL, CsumState.UNKNOWN
 # (frame, rx IP flag, checked, err) after each forward, as upstream expects them.

@@ -31,36 +31,41 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, TCPerror, UDPerror
-from scapy.layers.inet6 import (ICMPv6DestUnreach, ICMPv6EchoReply, ICMPv6EchoRequest,
-                                 ICMPv6PacketTooBig, IPv6)
-from scapy.layers.inet6 import IPerror6
+from scapy.layers.inet6 import (
+    ICMPv6DestUnreach,
+    ICMPv6EchoReply,
+    ICMPv6EchoRequest,
+    ICMPv6PacketTooBig,
+    IPerror6,
+    IPv6,
+)
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet as ScapyPacket
 from scapy.packet import Raw
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.deviations.conntrack import ovs_crash, ovs_frame, ovs_state
 from datapath.expect import send_and_expect
 from datapath.model import Expected
 from datapath.model.actions import Action, output
-from datapath.deviations.conntrack import ovs_crash, ovs_frame, ovs_state
 from datapath.model.bugs import OvsBug
-from datapath.model.packet import Packet
 from datapath.model.conntrack import EST, INV, NEW, REL, RPL, Conntrack, Ct, Nat, Result
+from datapath.model.packet import Packet
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from datapath.verdict import ABSENT, PRESENT, record_step
 from harness.compare import FrameMismatch
 from harness.control import check
 from harness.records import CaseRecord
-from harness.wait import wait_until
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark
+from harness.wait import wait_until
 
 G, B, P = CsumState.GOOD, CsumState.BAD, CsumState.PARTIAL
 RX = [RxFlags(), RxFlags(ip=G, l4=G), RxFlags(ip=B), RxFlags(l4=B), RxFlags(l4=P),

@@ -15,8 +15,15 @@ import pytest
 
 from datapath.model.actions import mod_nw_dst, mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from fixtures.frames import (MICROGRAM, OPT_PKT, arp_request, compose, icmp_echo,
-                             with_ip_csum_flipped, with_l4_csum)
+from fixtures.frames import (
+    MICROGRAM,
+    OPT_PKT,
+    arp_request,
+    compose,
+    icmp_echo,
+    with_ip_csum_flipped,
+    with_l4_csum,
+)
 from harness.control import check
 
 STATES = [CsumState.UNKNOWN, CsumState.GOOD, CsumState.BAD, CsumState.PARTIAL]
@@ -117,8 +124,8 @@ OTHER_FRAMES = {"icmp4": lambda: icmp_echo(4), "icmp6": lambda: icmp_echo(6), "a
 def test_l4_flags_on_other_protocols(two_ports_shared, kind: str, state: CsumState) -> None:
     """Beyond upstream: a port may stamp L4 checksum flags on every packet, also
     on ICMP, ICMPv6 and ARP.  There is no TCP/UDP checksum to finish, so the frame
-    must leave unchanged.  (OVS 4.0.0 aborts on the partial flag: known bug
-    l4-partial-assert, xfail until fixed.)"""
+    must leave unchanged.  OVS 4.0.0 aborts on the partial flag (known bug
+    l4-partial-assert, xfail until fixed)."""
     actions = [output("p2")]
     two_ports_shared.flow("in_port=p1", actions)
     two_ports_shared.forward([OTHER_FRAMES[kind]()], actions, rx=RxFlags(l4=state),

@@ -15,12 +15,12 @@ from __future__ import annotations
 import pytest
 
 from datapath import model
+from datapath.expect import send_and_expect
 from datapath.model.actions import mod_nw_dst, mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped
 from fixtures.sequence import FwdSequence, csum_sequence
 from harness.control import check
-from datapath.expect import send_and_expect
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark

@@ -18,12 +18,12 @@ import pytest
 
 from datapath import model
 from datapath.backends.kernel import flags_text
+from datapath.expect import send_and_expect
 from datapath.model import decap
 from datapath.model.actions import ofctl_actions, output
 from datapath.offloads import RxFlags
 from fixtures.frames import corrupt_outer, encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, UNDERLAY, csum_id, inner_frame, rewrite, spec
-from datapath.expect import send_and_expect
 
 pytestmark = pytest.mark.requires(backend="dpdk")
 

@@ -11,21 +11,22 @@ them, as the capability matrix says.)
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from datapath import model
-from datapath.model import gso
+from datapath.backends.env import RealEnv
 from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode
 from datapath.backends.vhost import GuestInjector
+from datapath.expect import send_and_expect
+from datapath.model import gso
 from datapath.model.actions import output
 from datapath.offloads import CsumState, RxFlags
 from fixtures.frames import reassembled, tcp_payload, tso_frame
 from fixtures.vhost_guest import vhost_guest_ports
 from harness.control import check
-from datapath.expect import send_and_expect
 from reports.plugin import record_for
-from collections.abc import Callable
-from datapath.backends.env import RealEnv
 
 pytestmark = pytest.mark.requires(backend="dpdk")
 

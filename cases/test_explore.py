@@ -16,8 +16,7 @@ import pytest
 
 from datapath.model.actions import PushTunnel, Truncate, output
 from datapath.offloads import TxOffloads
-from fixtures.explore import (Scenario, build_frame, explore, load_regressions, rewrites,
-                              rx_flags, scenarios)
+from fixtures.explore import Scenario, build_frame, explore, load_regressions, rewrites, rx_flags, scenarios
 from fixtures.frames import corrupt_outer, encapsulate
 from fixtures.tunnel import LOCAL_MAC, REMOTE_MAC, TUNNEL_OFPORT, UNDERLAY, spec
 

@@ -30,8 +30,16 @@ from datapath.model.actions import PushTunnel, ofctl_actions, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import TxOffloads
 from datapath.paths import CACHE_MODES, both_paths, mode_for
-from fixtures.explore import (Scenario, build_frame, explore, load_regressions,
-                              nested_scenarios, rewrites, rx_flags, scenario_id)
+from fixtures.explore import (
+    Scenario,
+    build_frame,
+    explore,
+    load_regressions,
+    nested_scenarios,
+    rewrites,
+    rx_flags,
+    scenario_id,
+)
 from harness.control import Transcript, check
 from harness.install import OvsInstall
 from harness.logscan import scan_lines

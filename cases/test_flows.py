@@ -15,22 +15,29 @@ from scapy.layers.l2 import Ether
 
 from datapath import model
 from datapath.backends.dummy import DummyPort, wait_connected
+from datapath.expect import expect_frames
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
-from harness.control import check
-from harness.dpflows import installed, wait_retranslated
-from harness.logscan import miss_upcall_keys
-from datapath.expect import expect_frames
 from fixtures.pmd import icmp_frame
 from fixtures.sequence import capture, expect_unchanged
+from harness.control import check
+from harness.dpflows import installed, wait_retranslated
+from harness.filters import (
+    filter_flow_dump,
+    filter_flow_install,
+    filter_hw_flow_del,
+    filter_hw_flow_install,
+    filter_hw_packet_netdev_dummy,
+    strip_timers,
+    strip_xout,
+    strip_xout_keep_actions,
+)
+from harness.logscan import miss_upcall_keys
 from harness.pcap import PcapReader
-from harness.filters import (filter_flow_dump, filter_flow_install, filter_hw_flow_del,
-                             filter_hw_flow_install, filter_hw_packet_netdev_dummy, strip_timers,
-                             strip_xout, strip_xout_keep_actions)
-from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
-from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
+from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
+from harness.wait import wait_until
 
 ICMP = ("in_port(1),packet_type(ns=0,id=0),eth(src=50:54:00:00:00:09,dst=50:54:00:00:00:0a),"
         "eth_type(0x0800),ipv4(src=10.0.0.2,dst=10.0.0.1,proto=1,tos=0,ttl=64,frag=no),"

@@ -13,26 +13,31 @@ import pytest
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
-from datapath.model.actions import (Action, PushTunnel, SetL4Port, SetVlanVid, mod_nw_dst,
-                                    mod_nw_src, output)
+from datapath.expect import expect_frames, send_and_expect
+from datapath.model.actions import Action, PushTunnel, SetL4Port, SetVlanVid, mod_nw_dst, mod_nw_src, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import TxOffloads
 from datapath.verdict import record_step
 from fixtures.frames import compose, ndp_solicit
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
+from harness.filters import (
+    filter_flow_install,
+    filter_hw_flow_del,
+    filter_hw_flow_install,
+    filter_hw_packet_netdev_dummy,
+    offload_counters,
+    strip_hw_offload,
+    strip_timers,
+    strip_xout,
+)
 from harness.logscan import miss_upcall_keys
-from datapath.expect import expect_frames, send_and_expect
-from harness.filters import (filter_flow_install, filter_hw_flow_del, filter_hw_flow_install,
-                             filter_hw_packet_netdev_dummy, offload_counters, strip_hw_offload,
-                             strip_timers, strip_xout)
 from harness.pcap import PcapReader, read_all
+from harness.records import CaseRecord, Step
 from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
-from harness.records import Step
-from harness.records import CaseRecord
-from harness.tshark import Tshark
 
 KEY_PREFIX = ("recirc_id(0),dp_hash(0),skb_priority(0),in_port(1),skb_mark(0),ct_state(0),"
               "ct_zone(0),ct_mark(0),ct_label(0),")

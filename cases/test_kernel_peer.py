@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 
 import pytest
 
 from datapath.backends.native_tunnel import link_errors
 from fixtures.kernel_peer import WireCheck
-from fixtures.tunnel import csum_id
 from fixtures.system_traffic import Traffic, payload, start, underlay
+from fixtures.tunnel import csum_id
 from harness.control import check
 from harness.wait import WaitTimeout
 from reports.plugin import record_for
-from collections.abc import Callable
 
 POP_COUNTERS = ("datapath_drop_tunnel_pop_error", "native_tnl_l3csum_err",
                 "native_tnl_l4csum_err")

@@ -17,11 +17,11 @@ from scapy.packet import Raw
 
 from datapath import model
 from datapath.backends.dummy import DummyPort, wait_connected
+from datapath.expect import expect_frames
 from datapath.model.actions import output
 from datapath.model.meter import DropMeter
 from datapath.offloads import TxOffloads
 from harness.control import check
-from datapath.expect import expect_frames
 from harness.filters import filter_flow_install, strip_timers, strip_xout_keep_actions
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox

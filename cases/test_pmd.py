@@ -15,19 +15,29 @@ import pytest
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import send_and_expect
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
-from fixtures.pmd import (DUMMY_NUMA, assignment, check_cpu_discovered, check_pmd_threads_created,
-                          icmp_frame, one_pmd, rxq_groups, rxq_lines, rxq_show, rxq_show_cleared,
-                          set_other_config)
+from fixtures.pmd import (
+    DUMMY_NUMA,
+    assignment,
+    check_cpu_discovered,
+    check_pmd_threads_created,
+    icmp_frame,
+    one_pmd,
+    rxq_groups,
+    rxq_lines,
+    rxq_show,
+    rxq_show_cleared,
+    set_other_config,
+)
 from harness.control import check
-from datapath.expect import send_and_expect
 from harness.filters import bre, filter_flow_install, sed_numa_core, strip_xout
-from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
-from harness.wait import wait_until
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark
+from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
+from harness.wait import wait_until
 
 PMD_AT = {"file": "pmd.at"}
 

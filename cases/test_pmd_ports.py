@@ -11,19 +11,19 @@ import pytest
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import send_and_expect
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from fixtures.pmd import ICMP_FLOW, icmp_frame, packet_in, rxq_parsed
 from harness.control import check
-from datapath.expect import send_and_expect
 from harness.filters import flow_dump_prepend_pmd
 from harness.ofmonitor import OfctlMonitor
 from harness.pcap import read_all
+from harness.records import CaseRecord
 from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import settled
-from harness.records import CaseRecord
-from harness.tshark import Tshark
 
 PMD_AT = {"file": "pmd.at"}
 

@@ -15,19 +15,19 @@ from scapy.packet import Raw
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import send_and_expect
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from fixtures.frames import L7
 from harness.control import check
 from harness.dpflows import installed, wait_retranslated
-from datapath.expect import send_and_expect
 from harness.filters import bre, strip_xout_keep_actions
 from harness.ovslog import START, LogMark
+from harness.records import CaseRecord
 from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 from harness.vsctl import add_port, chain, set_interface, set_open_vswitch
 from harness.wait import wait_until
-from harness.records import CaseRecord
-from harness.tshark import Tshark
 
 PMD_AT = {"file": "pmd.at"}
 THREE_NUMAS = "0,0,0,1,1,8,8"
@@ -198,7 +198,7 @@ def test_revalidator_modify_overlapping_flows(sandbox: Sandbox, case_record: Cas
 
 
 def replace_flows(sb: Sandbox, flow: str) -> None:
-    """echo FLOW | ovs-ofctl --bundle replace-flows br0 -"""
+    """Replace br0's flows with FLOW in one bundle: `echo FLOW | ovs-ofctl --bundle replace-flows br0 -`."""
     path = sb.rundir / "replace-flows.txt"
     path.write_text(flow + "\n")
     check(sb.ofctl("--bundle", "replace-flows", "br0", str(path)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -18,17 +19,23 @@ from datapath import model
 from datapath.backends import afxdp
 from datapath.backends.env import RealEnv
 from datapath.backends.native_tunnel import Sniffer
+from datapath.expect import send_and_expect
 from datapath.model.actions import mod_tp_dst, output
 from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, with_ip_csum_flipped, with_l4_csum
-from fixtures.upstream_system import (OVS_CTL_TIMEOUT, PathCheck, add_veth, check_path,
-                                      format_ping, icmp_echo, run_in)
+from fixtures.upstream_system import (
+    OVS_CTL_TIMEOUT,
+    PathCheck,
+    add_veth,
+    check_path,
+    format_ping,
+    icmp_echo,
+    run_in,
+)
 from harness.control import check
-from datapath.expect import send_and_expect
 from harness.vsctl import add_port, set_interface
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
-from collections.abc import Callable
 
 pytestmark = pytest.mark.requires(backend="afxdp")
 

@@ -1,7 +1,7 @@
 """system-dpdk.at (Open vSwitch 4.0.0) without a physical NIC: EAL and lcores,
 vhost-user ports with dpdk-testpmd as the guest, MTU, mempools, policing, QoS,
-dpif/offload/show.  (MTU on vhost ports: test_system_dpdk_mtu.py; pings and
-headroom expansion: test_system_dpdk_ping.py.)
+dpif/offload/show.  MTU on vhost ports: test_system_dpdk_mtu.py; pings and
+headroom expansion: test_system_dpdk_ping.py.
 
 Each case runs upstream's commands in upstream's order and checks what
 upstream checks (the log lines it waits for, command outputs), then more.
@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 import pytest
 
-from fixtures.system_dpdk import (NEEDS_NIC, VHOST_CLIENT_ALLOW, OvsDpdk, skip_without_cpus,
-                                  upstream)
+from fixtures.system_dpdk import NEEDS_NIC, VHOST_CLIENT_ALLOW, OvsDpdk, skip_without_cpus, upstream
 from harness.control import check
 from harness.vsctl import add_port, set_interface
 from harness.wait import settled
-from collections.abc import Callable
 
 pytestmark = pytest.mark.requires(backend="dpdk")
 

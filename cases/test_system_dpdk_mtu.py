@@ -1,6 +1,6 @@
 """system-dpdk.at's MTU tests on vhost-user client ports (Open vSwitch 4.0.0),
-with dpdk-testpmd's virtio-user as the guest.  (The tests on a physical port
-are listed, skipped, in test_system_dpdk.py.)
+with dpdk-testpmd's virtio-user as the guest.  The tests on a physical port
+are listed, skipped, in test_system_dpdk.py.
 
 Each case runs upstream's commands in upstream's order and checks what
 upstream checks (the MTU read back, the log line of a refused MTU), then
@@ -9,6 +9,7 @@ more: the port's mempool must hold an MTU-sized frame in one mbuf.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -16,7 +17,6 @@ from fixtures.system_dpdk import VHOST_CLIENT_ALLOW, OvsDpdk, upstream
 from harness.control import check
 from harness.vsctl import set_interface
 from harness.wait import settled
-from collections.abc import Callable
 
 pytestmark = pytest.mark.requires(backend="dpdk")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
 
 import pytest
 from scapy.layers.inet6 import ICMPv6EchoReply, IPv6
@@ -26,14 +27,20 @@ from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
 from datapath.verdict import record_step
 from fixtures.system_dpdk import FILE, OvsDpdk, lcores_for
-from fixtures.upstream_system import (PathCheck, add_veth, check_path, enable_ipv6, format_ping,
-                                      icmp_echo, run_in)
+from fixtures.upstream_system import (
+    PathCheck,
+    add_veth,
+    check_path,
+    enable_ipv6,
+    format_ping,
+    icmp_echo,
+    run_in,
+)
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
 from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
 from reports.plugin import record_for
-from collections.abc import Callable
 
 pytestmark = pytest.mark.requires(backend="dpdk")
 
@@ -174,7 +181,7 @@ def test_ping_vhost_user_client_ports(ovs_dpdk: Callable[..., OvsDpdk],
 
 
 def numa_rxqs() -> str:
-    """$(lscpu | awk '/NUMA node\\(s\\)/ { print $NF + 1 }')."""
+    r"""$(lscpu | awk '/NUMA node\(s\)/ { print $NF + 1 }')."""
     out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
     m = re.search(r"^NUMA node\(s\):\s*(\d+)", out, re.M)
     return str(int(m.group(1)) + 1 if m else 2)

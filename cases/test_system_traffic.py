@@ -16,15 +16,14 @@ each id declares the devices it makes (fixtures/requires.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
 from fixtures.kernel_peer import WireCheck
-from fixtures.system_traffic import (FLAVOUR, PING_OK, Traffic, format_ping, payload, start,
-                                     underlay, upstream)
+from fixtures.system_traffic import FLAVOUR, PING_OK, Traffic, format_ping, payload, start, underlay, upstream
 from harness.control import check
 from harness.wait import wait_until
-from collections.abc import Callable
 
 pytestmark = pytest.mark.requires(backend="tap")
 

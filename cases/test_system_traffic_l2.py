@@ -20,8 +20,16 @@ import pytest
 
 from datapath.backends.native_tunnel import Captured
 from datapath.offloads import TxOffloads
-from fixtures.system_l2 import (Crossings, Rule, TagEdge, add_tag_edge, port_tx,
-                                switched, tagged, vlan_stack_probed)
+from fixtures.system_l2 import (
+    Crossings,
+    Rule,
+    TagEdge,
+    add_tag_edge,
+    port_tx,
+    switched,
+    tagged,
+    vlan_stack_probed,
+)
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
 

@@ -22,8 +22,7 @@ import pytest
 
 from datapath.backends.native_tunnel import Captured
 from datapath.model import l2tags
-from datapath.model.l2tags import (Decap, EncapEthernet, EncapMpls, L2Action, PopMpls,
-                                   PushMpls, SetEthAddrs)
+from datapath.model.l2tags import Decap, EncapEthernet, EncapMpls, L2Action, PopMpls, PushMpls, SetEthAddrs
 from fixtures.system_l2 import Crossings, Rule, ipv4_only, same, tagged
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check

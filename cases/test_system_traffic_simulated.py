@@ -22,6 +22,8 @@ pytestmark = pytest.mark.requires(backend="tap")
 
 @dataclass(frozen=True)
 class Simulated:
+    """One simulated tunnel kind: its OVS interface type, port name, options and address family."""
+
     ovs_type: str
     port: str
     args: tuple[str, ...]

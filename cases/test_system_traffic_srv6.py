@@ -53,6 +53,8 @@ PINGS = 3  # the overlay ping's count: as many echo requests in, replies out
 
 @dataclass(frozen=True)
 class Overlay:
+    """The overlay addresses of one SRv6 test, IPv4 or IPv6: br0's and each namespace's."""
+
     six: bool
     ovs_addr: str  # br0's overlay address (ADD_OVS_TUNNEL6's)
     ns0_addr: str  # ovs-veth0 in at_ns0

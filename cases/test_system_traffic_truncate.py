@@ -129,7 +129,7 @@ def load_flows(t: Traffic) -> None:
 
 
 def n_bytes(t: Traffic, bridge: str, match: str) -> str:
-    """dump-flows BRIDGE | grep MATCH | sed 's/.*\\(n_bytes=[0-9]*\\).*/\\1/p'."""
+    r"""dump-flows BRIDGE | grep MATCH | sed 's/.*\(n_bytes=[0-9]*\).*/\1/p'."""
     dump = check(t.sb.ofctl("dump-flows", bridge)).stdout
     return "".join(m.group(1) + "\n" for line in dump.splitlines() if match in line
                    for m in [re.search(r"(n_bytes=\d+)", line)] if m)

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 
 import pytest
 
 from datapath.backends import dpdk, tap
+from datapath.backends.env import RealEnv
 from datapath.backends.kernel import KernelPort
 from harness.control import check
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
-from collections.abc import Callable
-from datapath.backends.env import RealEnv
 
 SECONDS = 3  # per measurement
 COLLAPSE_FACTOR = 10
@@ -29,7 +29,7 @@ PORT = 5201
 
 
 class MeasurementFailed(AssertionError):
-    pass
+    """A throughput run that produced no usable measurement."""
 
 
 def _pair(env, backend: str) -> tuple[KernelPort, KernelPort]:  # type: ignore[no-untyped-def]

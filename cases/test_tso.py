@@ -18,14 +18,13 @@ import pytest
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import send_and_expect
 from datapath.model import gso
 from datapath.model.actions import PushTunnel, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.frames import reassembled, tcp_payload, tso_frame
-from fixtures.tunnel import (FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, csum_id,
-                             fallback_spec, spec)
+from fixtures.tunnel import FALLBACK_MAC, FALLBACK_REMOTE, FALLBACK_TUNNELS, csum_id, fallback_spec, spec
 from harness.control import check
-from datapath.expect import send_and_expect
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
 from harness.tshark import Tshark

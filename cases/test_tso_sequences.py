@@ -17,6 +17,7 @@ from scapy.packet import Raw
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import expect_frames, send_and_expect
 from datapath.model import gso
 from datapath.model.actions import PushTunnel, output
 from datapath.model.tunnel import TunnelSpec
@@ -26,14 +27,13 @@ from fixtures.sequence import add_of_ports, expect_unordered
 from fixtures.tunnel import FALLBACK_TUNNELS, fallback_spec
 from fixtures.upstream_tso_vectors import FRAMES, V4_BIG, V4_SEGS, V6_BIG, V6_SEGS, expand
 from harness.control import check
-from datapath.expect import expect_frames, send_and_expect
 from harness.filters import strip_stats, strip_used
 from harness.pcap import PcapReader, read_all
+from harness.records import CaseRecord
 from harness.sandbox import Sandbox
+from harness.tshark import Tshark
 from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
-from harness.records import CaseRecord
-from harness.tshark import Tshark
 
 TSO_ON = ("set", "Open_vSwitch", ".", "other_config:userspace-tso-enable=true")
 FLOW_V4 = ("eth(src=8a:bf:7e:2f:05:84,dst=0a:8f:39:4f:e0:73),eth_type(0x0800),"

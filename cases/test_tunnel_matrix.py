@@ -18,8 +18,18 @@ import pytest
 from datapath.model.actions import PushTunnel, output
 from datapath.offloads import TxOffloads
 from fixtures.frames import corrupt_outer, encapsulate
-from fixtures.tunnel import (LOCAL_MAC, REMOTE_MAC, RX_STATES, TUNNEL_OFPORT, UNDERLAY,
-                             csum_id, inner_frame, rewrite, rx_flags, spec)
+from fixtures.tunnel import (
+    LOCAL_MAC,
+    REMOTE_MAC,
+    RX_STATES,
+    TUNNEL_OFPORT,
+    UNDERLAY,
+    csum_id,
+    inner_frame,
+    rewrite,
+    rx_flags,
+    spec,
+)
 
 TUNNELS = ["vxlan", "geneve", "gre"]
 UNDERLAYS = [4, 6]

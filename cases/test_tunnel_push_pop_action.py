@@ -19,8 +19,13 @@ from datapath.model.neigh import arp_packet, arp_request
 from datapath.model.packet import Packet, with_vlan
 from datapath.model.tunnel import TunnelSpec
 from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, arp_reply
-from fixtures.pushpop_action import (check_decap, check_geneve_controller, check_l3gre_echo,
-                                  check_ports_and_traces, check_tunnel_learning)
+from fixtures.pushpop_action import (
+    check_decap,
+    check_geneve_controller,
+    check_l3gre_echo,
+    check_ports_and_traces,
+    check_tunnel_learning,
+)
 from harness.vsctl import set_interface
 
 FILE = "tunnel-push-pop.at"

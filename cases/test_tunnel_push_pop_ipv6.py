@@ -21,8 +21,7 @@ from datapath.model.neigh import neighbor_solicitation
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import RxFlags
 from fixtures import pushpop_frames as F
-from fixtures.pushpop import (BR0_MAC, INT_BR, P0, PushPop, erspan_timestamp, neigh_advert,
-                              port_rx)
+from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, erspan_timestamp, neigh_advert, port_rx
 from harness.filters import strip_ufid, strip_used
 from harness.vsctl import set_interface
 
@@ -106,7 +105,10 @@ def test_srv6(pushpop: PushPop) -> None:
         return [label(f) for f in got]
 
     def parsed(n: int) -> list[str]:
-        """`ovs-ofctl parse-pcap p0.pcap | tail -n N | grep -o 'ipv6_label=0x[0-9a-f]*'`"""
+        """The flow labels of p0's last N frames.
+
+        `ovs-ofctl parse-pcap p0.pcap | tail -n N | grep -o 'ipv6_label=0x[0-9a-f]*'`
+        """
         out = t.ofctl("parse-pcap", "p0.pcap").stdout.splitlines()[-n:]
         return [m for ln in out for m in re.findall(r"ipv6_label=0x[0-9a-f]*", ln)]
 

@@ -16,9 +16,12 @@ import pytest
 from datapath.model.neigh import neighbor_solicitation
 from datapath.model.packet import with_vlan
 from fixtures.pushpop import BR0_MAC, INT_BR, P0, PushPop, neigh_advert
-
-from fixtures.pushpop_action6 import (check_decap_and_controller, check_ports_and_traces,
-                                   check_tunnel_learning, flood_into_tunnels)
+from fixtures.pushpop_action6 import (
+    check_decap_and_controller,
+    check_ports_and_traces,
+    check_tunnel_learning,
+    flood_into_tunnels,
+)
 from harness.vsctl import set_interface
 
 FILE = "tunnel-push-pop-ipv6.at"

@@ -17,7 +17,7 @@ import itertools
 import pytest
 
 from datapath.model.actions import PushTunnel, output
-from datapath.offloads import RxFlags, TX_FEATURES, TxOffloads
+from datapath.offloads import TX_FEATURES, RxFlags, TxOffloads
 from fixtures.frames import tso_frame, with_bad_checksums
 from fixtures.pairwise import cover
 from fixtures.tunnel import TUNNEL_OFPORT, inner_frame, rewrite, rx_flags, spec

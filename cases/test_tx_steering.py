@@ -27,17 +27,16 @@ import pytest
 
 from datapath import model
 from datapath.backends.dummy import DummyPort
+from datapath.expect import expect_frames
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from harness.control import check
 from harness.dpflows import installed, wait_retranslated
-from datapath.expect import expect_frames
 from harness.pcap import PcapReader
+from harness.records import CaseRecord, Step
 from harness.sandbox import Sandbox
 from harness.vsctl import add_port, set_interface, set_open_vswitch
 from harness.wait import wait_until
-from harness.records import Step
-from harness.records import CaseRecord
 
 UDP_FLOW = ("in_port({ofport}),eth(src=50:54:00:00:00:05,dst=50:54:00:00:01:00),"
             "eth_type(0x0800),ipv4(src=10.0.1.1,dst=10.0.0.1,proto=17),udp(src=1000,dst={i})")

@@ -1,0 +1,1 @@
+"""What a case does with a datapath: send, expect against the model, judge, record."""

@@ -11,6 +11,8 @@ from enum import Enum
 
 
 class CsumState(str, Enum):
+    """The checksum state a port's rx flags give a layer (dp-packet's ol_flags)."""
+
     UNKNOWN = "unknown"
     GOOD = "good"
     BAD = "bad"

@@ -25,8 +25,8 @@ from typing import Callable
 from datapath.verdict import is_sighting
 from harness.control import check
 from harness.pmdstats import parse_pmd_stats, total
-from harness.sandbox import Sandbox
 from harness.records import Step
+from harness.sandbox import Sandbox
 from harness.wait import WaitTimeout, wait_until
 
 CACHE_MODES: dict[str, dict[str, str]] = {
@@ -43,6 +43,7 @@ def mode_for(nodeid: str) -> str:
 
 
 def cache_config(mode: str) -> dict[str, str]:
+    """The other_config settings of a datapath cache mode."""
     return dict(CACHE_MODES[mode])
 
 

@@ -1,0 +1,1 @@
+"""The Autotest equivalent: OVS install, sandbox, control channel, waits, logs, the launcher."""

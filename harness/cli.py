@@ -106,7 +106,7 @@ MODES: tuple[Mode, ...] = (
     Mode("provision", "only build (or check) the cached runtime root, and print its versions",
          "./ovstest provision --rebuild-runtime", ""),
     Mode("shell", "a shell, or one command line, inside the sealed runtime (checkout at /src)",
-         "./ovstest shell 'cd /src && ruff check . && mypy harness datapath reports'",
+         "./ovstest shell 'cd /src && ruff check . && mypy harness datapath reports fixtures'",
          "[COMMAND...]"),
     Mode("flaky", "the selection N times in shuffled orders; exit 1 if an id is flaky or failing",
          "./ovstest flaky --runs 3 --stress cases/test_basic.py",

@@ -12,6 +12,8 @@ from harness.records import Command
 
 @dataclass
 class Result:
+    """A finished command: its argv, exit code and output."""
+
     argv: list[str]
     rc: int
     stdout: str
@@ -61,6 +63,7 @@ class Transcript:
 
 def run_tool(argv: list[str], env: dict[str, str], cwd: str, timeout: float,
              transcript: Transcript | None) -> Result:
+    """Run a command to completion, record it in the transcript, and return its Result."""
     started = time.perf_counter()
     try:
         proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,

@@ -24,6 +24,8 @@ _STATS = re.compile(r", (packets|bytes|used|dp|offloaded|dp-extra-info):[^,]*(?=
 
 
 class Appctl(Protocol):
+    """Anything that runs ovs-appctl commands (a Sandbox)."""
+
     def appctl(self, command: str, *args: str, target: str = ...) -> Result: ...
 
 

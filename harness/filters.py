@@ -18,6 +18,7 @@ def _join(lines: list[str]) -> str:
 
 
 def strip_timers(text: str) -> str:
+    """Durations and used times zeroed."""
     return _join(_sub_lines(text, [(r"duration:[0-9.][0-9.]*", "duration:0.0"),
                                    (r"used:[0-9.][0-9.]*", "used:0.0")]))
 
@@ -28,28 +29,34 @@ _COUNTS = [(r"packets:[0-9]*", "packets:0"), (r"bytes:[0-9]*", "bytes:0")]
 
 
 def strip_xout(text: str) -> str:
+    """ofproto/trace's xout with ufids, used times and counts masked and the actions deleted, sorted."""
     return _join(sorted(_sub_lines(text, _XOUT_COMMON + [(r"actions:.*", "actions: <del>")]
                                    + _COUNTS)))
 
 
 def strip_xout_keep_actions(text: str) -> str:
+    """ofproto/trace's xout with ufids, used times and counts masked, the actions kept, sorted."""
     return _join(sorted(_sub_lines(text, _XOUT_COMMON + _COUNTS)))
 
 
 def strip_used(text: str) -> str:
+    """The used times zeroed."""
     return _join(_sub_lines(text, [(r"used:[0-9]*\.[0-9]*", "used:0.0")]))
 
 
 def strip_stats(text: str) -> str:
+    """The packet and byte counts zeroed."""
     return _join(_sub_lines(text, [(r"packets:[0-9]*", "packets:0"),
                                    (r"bytes:[0-9]*", "bytes:0")]))
 
 
 def strip_ufid(text: str) -> str:
+    """The ufids and mega_ufids removed."""
     return _join(_sub_lines(text, [(r"mega_ufid:[-0-9a-f]* ", ""), (r"ufid:[-0-9a-f]* ", "")]))
 
 
 def strip_metadata(text: str) -> str:
+    """The metadata fields zeroed."""
     return _join(_sub_lines(text, [(r"metadata=0x[0-9a-f]*", "metadata=0x0")]))
 
 
@@ -60,6 +67,7 @@ def filter_flow_install(text: str) -> str:
 
 
 def filter_flow_dump(text: str) -> str:
+    """The log's flow_dump lines, their used times zeroed, sorted and without duplicates."""
     lines = {re.sub(r"used:[0-9.][0-9.]*", "used:0.0", re.sub(r".*flow_dump ", "", ln))
              for ln in text.splitlines() if "flow_dump " in ln}
     return _join(sorted(lines))
@@ -81,14 +89,17 @@ def _grep_dbg(text: str, pattern: str) -> str:
 
 
 def filter_hw_flow_install(text: str) -> str:
+    """The dummy offload provider's flow creations in the log."""
     return _grep_dbg(text, r"dpif_offload_dummy.*flow put\[create\]")
 
 
 def filter_hw_flow_del(text: str) -> str:
+    """The dummy offload provider's flow deletions in the log."""
     return _grep_dbg(text, r"dpif_offload_dummy.*flow del")
 
 
 def filter_hw_packet_netdev_dummy(text: str) -> str:
+    """The dummy offload provider's marked packets in the log."""
     return _grep_dbg(text, r"dpif_offload_dummy.*: packet:.*with mark")
 
 
@@ -124,7 +135,7 @@ def parse_pmd_rxq_show(text: str) -> str:
 
 
 def join_avail_lines(text: str) -> str:
-    """awk '/AVAIL$/ { printf("%s\\t", $0); next } 1': a line ending in AVAIL is
+    r"""awk '/AVAIL$/ { printf("%s\t", $0); next } 1': a line ending in AVAIL is
     joined to the next one by a tab."""
     out, pending = [], ""
     for line in text.splitlines():
@@ -183,8 +194,8 @@ def bre(pattern: str) -> str:
 
 
 def offload_counters(text: str, port: str = "p1") -> str:
-    """`ovs-appctl --format json dpif/offload/show | sed 's/.*"PORT":{\\([^}]*\\)}.*/\\1/;
-    s/,/\\n/g; s/"//g' | sed -n '/^rx_offload_/p' | sort`."""
+    r"""`ovs-appctl --format json dpif/offload/show | sed 's/.*"PORT":{\([^}]*\)}.*/\1/;
+    s/,/\n/g; s/"//g' | sed -n '/^rx_offload_/p' | sort`."""
     body = re.sub(rf'.*"{re.escape(port)}":\{{([^}}]*)\}}.*', r"\1", text.rstrip("\n"), count=1)
     lines = body.replace(",", "\n").replace('"', "").splitlines()
     return _join(sorted(ln for ln in lines if ln.startswith("rx_offload_")))

@@ -45,6 +45,8 @@ class FlakyError(LaunchError):
 
 @dataclass(frozen=True)
 class Options:
+    """`./ovstest flaky`'s options: how many runs, whether under CPU stress, the shuffle seed."""
+
     runs: int
     stress: bool
     seed: int
@@ -203,5 +205,6 @@ def drive(options: Options, pytest_cmd: list[str], host_out: Path, sealed_out: P
 
 
 def say(line: str) -> None:
+    """Print a line of progress at once."""
     print(line, flush=True)
     sys.stderr.flush()

@@ -66,6 +66,8 @@ RuntimeSeal = Callable[[list[str], dict[str, str], tuple[Path, ...], Path | None
 
 @dataclass
 class Options:
+    """`./ovstest coverage`'s options: the source tree, configure flags, upstream baseline, patch."""
+
     ovs_src: str | None = None
     configure: str | None = None
     baseline_upstream: bool = False
@@ -75,6 +77,7 @@ class Options:
 
 
 def say(line: str) -> None:
+    """Print a line of progress to stderr, prefixed."""
     print(f"ovstest coverage: {line}", file=sys.stderr, flush=True)
 
 
@@ -162,10 +165,12 @@ def gcovr(toolchain: Path, build: Build, gcda: Path, out: Path, sources: list[st
 
 
 def gcov_env(build: Build, gcda: Path) -> dict[str, str]:
+    """The environment that makes the coverage build write its .gcda files under GCDA."""
     return {"GCOV_PREFIX": str(sealed(gcda)), "GCOV_PREFIX_STRIP": str(build.gcov_strip)}
 
 
 def fresh(path: Path) -> Path:
+    """An empty directory at PATH, whatever was there."""
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     return path
@@ -255,6 +260,7 @@ def upstream_measure(toolchain: Path, build: Build, cached: Path,
 
 
 def hash_text(text: str) -> str:
+    """A short stable hash of a text (12 hex digits of its SHA-256)."""
     import hashlib
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -320,6 +326,7 @@ def patch_runs(toolchain: Path, build: Build, changes: dict[str, FileChange],
 
 def write_patch_data(out: Path, what: str, changes: dict[str, FileChange],
                      groups: list[Group], main_report: dict[str, object], budget: int) -> None:
+    """Write patch-runs.json: the patch's lines, those the main run reached, and each group's run."""
     data = {
         "patch": what,
         "budget": budget,

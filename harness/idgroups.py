@@ -71,6 +71,7 @@ def next_group(queue: list[Group], groups: list[Group], targets: set[tuple[str, 
 
 
 def modules(nodeids: list[str]) -> list[Group]:
+    """The node ids grouped by module, in the order first seen."""
     found: dict[str, list[str]] = {}
     for nodeid in nodeids:
         found.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)

@@ -26,6 +26,7 @@ def keep_listed(nodeids: list[str], listed: set[str]) -> tuple[list[int], list[i
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the ids not in $OVSTEST_IDS's file, or write the collected ids down."""
     path = os.environ.get(IDS_ENV)
     if path:
         listed = {ln.strip() for ln in Path(path).read_text().splitlines() if ln.strip()}

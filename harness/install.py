@@ -49,10 +49,12 @@ class InstallError(Exception):
 
 
 def fmt_version(version: tuple[int, ...]) -> str:
+    """A version tuple as dotted text."""
     return ".".join(map(str, version))
 
 
 def parse_ovs_version(text: str) -> tuple[int, ...] | None:
+    """The version in `ovs-vswitchd --version` output, or None if it has none."""
     m = re.search(r"\(Open vSwitch\)\s+(\d+)\.(\d+)(?:\.(\d+))?", text)
     return tuple(int(g) for g in m.groups() if g is not None) if m else None
 
@@ -264,6 +266,8 @@ def identity(layout: Layout) -> str:
 
 @dataclass
 class OvsInstall:
+    """An OVS build or install located: its layout, versions and what it was built with."""
+
     layout: Layout
     version: tuple[int, ...]
     version_text: str
@@ -371,6 +375,7 @@ def _find_dpdk_vswitchd(layout: Layout,
 
 
 def which(name: str) -> str | None:
+    """The path of a program on PATH or in /usr/sbin or /sbin, or None."""
     return shutil.which(name) or next(
         (str(p) for p in (Path("/usr/sbin") / name, Path("/sbin") / name) if p.exists()), None)
 

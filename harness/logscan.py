@@ -55,6 +55,7 @@ def scan_lines(lines: Iterable[str], extra_allow: Iterable[str] = ()) -> list[st
 
 
 def scan_log(path: Path, extra_allow: Iterable[str] = ()) -> list[str]:
+    """The lines of a daemon log that upstream's allowlists (and EXTRA_ALLOW) do not excuse."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -63,6 +64,7 @@ def scan_log(path: Path, extra_allow: Iterable[str] = ()) -> list[str]:
 
 
 def startup_stderr_problems(text: str) -> list[str]:
+    """The lines of a daemon's start-up stderr that the allowlist does not excuse."""
     return [ln for ln in text.splitlines() if ln.strip() and not _matches_any(ln, STDERR_ALLOW)]
 
 

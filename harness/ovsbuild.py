@@ -30,8 +30,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.runtime import (APT_TIMEOUT, OVS_PACKAGE, LaunchError, cache_dir, host_mirror,
-                             provision_root, runtime_key, runtime_versions, sealed_argv)
+from harness.runtime import (
+    APT_TIMEOUT,
+    OVS_PACKAGE,
+    LaunchError,
+    cache_dir,
+    host_mirror,
+    provision_root,
+    runtime_key,
+    runtime_versions,
+    sealed_argv,
+)
 
 # The toolchain root's packages (Debian unstable).  Changing the list changes its key.
 TOOLCHAIN_PACKAGES = [
@@ -68,6 +77,7 @@ class Build:
 
 
 def toolchain_root(force: bool = False) -> Path:
+    """The cached root with the toolchain that builds OVS, provisioned on first use."""
     return provision_root("toolchain", TOOLCHAIN_PACKAGES, force)
 
 
@@ -179,6 +189,7 @@ def source_digest(src: Path, skip: tuple[Path, ...] = ()) -> str:
 
 
 def build_key(src: Path, flags: tuple[str, ...]) -> str:
+    """The cache key of a build: the source path, the configure flags and the toolchain."""
     text = "\n".join([str(src.resolve()), *flags, runtime_key(TOOLCHAIN_PACKAGES)])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

@@ -139,6 +139,7 @@ class LineState:
 
 
 def states(changes: dict[str, FileChange], report: dict[str, Any]) -> list[LineState]:
+    """Each changed line with whether the gcovr report says it ran."""
     counts = line_counts(report)
     out: list[LineState] = []
     for path, change in sorted(changes.items()):
@@ -149,4 +150,5 @@ def states(changes: dict[str, FileChange], report: dict[str, Any]) -> list[LineS
 
 
 def reached(changes: dict[str, FileChange], report: dict[str, Any]) -> set[tuple[str, int]]:
+    """The changed lines (path, line) the gcovr report says ran."""
     return {(s.path, s.line) for s in states(changes, report) if s.reached}

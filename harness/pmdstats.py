@@ -20,6 +20,8 @@ _SECTION = re.compile(r"^(pmd thread .*|main thread):\s*$", re.M)
 
 @dataclass
 class ThreadStats:
+    """One section of pmd-stats-show: a thread's name, cycles and counters."""
+
     name: str
     used_cycles: int | None = None
     idle_pct: float | None = None

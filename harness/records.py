@@ -147,6 +147,7 @@ def pack(text: str) -> str:
 
 
 def unpack(text: str) -> str:
+    """A text as written, unpacked if pack() packed it."""
     if isinstance(text, str) and text.startswith(PACKED):
         try:
             return zlib.decompress(base64.b64decode(text[len(PACKED):])).decode()

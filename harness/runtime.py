@@ -13,8 +13,8 @@ read-only at its own path, so its libtool wrappers and compiled-in paths hold.
 from __future__ import annotations
 
 import fcntl
-import json
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -62,6 +62,7 @@ class LaunchError(Exception):
 
 
 def cache_dir() -> Path:
+    """The directory the runtime roots and builds are cached in."""
     base = os.environ.get("OVSTEST_CACHE")
     if base:
         return Path(base)
@@ -70,6 +71,7 @@ def cache_dir() -> Path:
 
 
 def runtime_key(packages: list[str] | None = None) -> str:
+    """The cache key of a runtime root: the suite, its packages and the layout version."""
     text = "\n".join([SUITE, *sorted(PACKAGES if packages is None else packages), "layout-1"])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -102,6 +104,7 @@ def host_mirror() -> str:
 
 
 def ensure_host_tools() -> None:
+    """Install mmdebstrap and unshare on the host if missing (as root), or say how."""
     missing = [t for t in ("mmdebstrap", "unshare") if not shutil.which(t)]
     if not missing:
         return

@@ -72,6 +72,7 @@ def seed_from_env() -> int | None:
 
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection and --shard: order what is left
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Shuffle the collected ids with $OVSTEST_SHUFFLE_SEED's seed, if set."""
     seed = seed_from_env()
     if seed is None:
         return
@@ -86,5 +87,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
+    """The seed the ids were shuffled with, in pytest's header."""
     seed = seed_from_env()
     return None if seed is None else f"ids shuffled by harness.shuffle, seed {seed}"

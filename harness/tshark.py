@@ -35,7 +35,7 @@ def checksum_verdict(status: str) -> str:
 
 
 class TsharkError(Exception):
-    pass
+    """tshark failed or is missing."""
 
 
 class Tshark:

@@ -22,7 +22,7 @@ class UnixctlError(Exception):
 
 
 class UnixctlTimeout(UnixctlError):
-    pass
+    """A unixctl request that got no reply in time."""
 
 
 MAX_SUN_PATH = 107  # bytes of a Unix socket address, without the final NUL
@@ -42,6 +42,8 @@ def _connect(sock: socket.socket, path: Path) -> None:
 
 
 class UnixctlClient:
+    """A JSON-RPC client of a daemon's unixctl socket (what ovs-appctl speaks)."""
+
     def __init__(self, path: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.path, self.timeout = path, timeout
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

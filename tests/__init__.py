@@ -1,0 +1,1 @@
+"""The framework's own tests: model against upstream vectors, harness, rigs, backends, report."""

@@ -53,6 +53,8 @@ def mac(text: str) -> bytes:
 
 @dataclass(frozen=True)
 class Header:
+    """One parsed header of a tnl_push action: its size, type and bytes."""
+
     size: int
     type: int
     data: bytes

@@ -16,20 +16,22 @@ import pytest
 
 from datapath.backends.base import BackendError
 from datapath.backends.dpdk import net_tap_rx_flags
-from datapath.backends.kernel import (KernelPort, datapath_rx_packets, express,
-                                      tx_from_status)
-from datapath.backends.offload_check import (OffloadMismatch, check_dpdk, check_kernel,
-                                             check_vhost)
-from datapath.backends.netns import (VIRTIO_NET_HDR_F_NEEDS_CSUM, Cleanup, VnetHdr,
-                                     complete_needs_csum, partial_csum_frame)
+from datapath.backends.kernel import KernelPort, datapath_rx_packets, express, tx_from_status
+from datapath.backends.netns import (
+    VIRTIO_NET_HDR_F_NEEDS_CSUM,
+    Cleanup,
+    VnetHdr,
+    complete_needs_csum,
+    partial_csum_frame,
+)
+from datapath.backends.offload_check import OffloadMismatch, check_dpdk, check_kernel, check_vhost
 from datapath.model import csum
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.capabilities import unavailable
-from fixtures.frames import (MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped,
-                             with_l4_csum)
+from fixtures.frames import MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped, with_l4_csum
 from harness import teardown_trace
-from harness.sandbox import Sandbox
 from harness.control import Result
+from harness.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 G, B, U, P = CsumState.GOOD, CsumState.BAD, CsumState.UNKNOWN, CsumState.PARTIAL
@@ -87,6 +89,8 @@ def test_net_tap_rx_flags() -> None:
 
 
 class FakeSandbox:
+    """A sandbox whose dpctl and pmd-stats-show output the test gives."""
+
     def __init__(self, dpctl: str = "", pmd: str = "") -> None:
         self._dpctl, self._pmd = dpctl, pmd
 
@@ -162,6 +166,8 @@ def test_offload_mismatch_is_a_failure_naming_both_sides() -> None:
 
 
 class StubPort(KernelPort):
+    """A kernel port that stamps the rx flags and offers the tx offloads it is given."""
+
     kind = "stub"
     RX_LIMITS = "stubs stamp what they are told"
 

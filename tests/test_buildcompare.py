@@ -10,8 +10,8 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
 from fixtures.shard import deal, load_durations, parse_shard
-from reports.buildcompare import compare_runs, field_paths, main
 from harness.records import CaseRecord, RunRecord, Step
+from reports.buildcompare import compare_runs, field_paths, main
 
 pytest_plugins = ["pytester"]
 

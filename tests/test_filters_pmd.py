@@ -1,9 +1,16 @@
 """pmd.at's and dpif-netdev.at's output filters, on outputs shaped as OVS prints them."""
 from __future__ import annotations
 
-from harness.filters import (bre, flow_dump_prepend_pmd, join_avail_lines, offload_counters,
-                             parse_pmd_rxq_show, parse_pmd_rxq_show_group, sed_numa_core,
-                             strip_hw_offload)
+from harness.filters import (
+    bre,
+    flow_dump_prepend_pmd,
+    join_avail_lines,
+    offload_counters,
+    parse_pmd_rxq_show,
+    parse_pmd_rxq_show_group,
+    sed_numa_core,
+    strip_hw_offload,
+)
 
 RXQ_SHOW = """Displaying last 60 seconds pmd usage %
 pmd thread numa_id 0 core_id 0:

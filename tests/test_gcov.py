@@ -12,7 +12,7 @@ import pytest
 from harness.gcovrun import datapath_files, gcda_matches, upstream_numbers
 from harness.idgroups import Group, modules, next_group, part_label, split
 from harness.idselect import keep_listed
-from harness.patchlines import parse_diff, read_patch, reached, states
+from harness.patchlines import parse_diff, reached, read_patch, states
 from reports import gcov
 
 pytest_plugins = ["pytester"]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.control import CommandFailed, Result, check
+from harness.daemon import DaemonDied, SandboxError
 from harness.filters import strip_xout, uuidfilt
 from harness.install import InstallError, OvsInstall
 from harness.logscan import miss_upcall_keys, scan_lines, startup_stderr_problems
-from harness.daemon import DaemonDied, SandboxError
 from harness.sandbox import Sandbox
 from harness.tshark import CHECKSUM_PREFS, FIELDS, checksum_verdict, disagreements
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import launcher
-from harness.install import (BUILD_SUBDIR, TOOLS, InstallError, OvsInstall, find_layout,
-                             identity, library_env)
+from harness.install import BUILD_SUBDIR, TOOLS, InstallError, OvsInstall, find_layout, identity, library_env
 from harness.runtime import LaunchError, upstream_version
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,7 @@ from datapath.model.actions import PushTunnel, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import TxOffloads
 from fixtures.frames import compose
-from fixtures.kernel_peer import (insert_vlan, match_frames, strip_vlan, tunnel_frame, udp_src,
-                                  vlan_of)
+from fixtures.kernel_peer import insert_vlan, match_frames, strip_vlan, tunnel_frame, udp_src, vlan_of
 from fixtures.system_traffic import format_ping
 
 PING = """PING 10.1.1.100 (10.1.1.100) 56(84) bytes of data.
@@ -82,12 +81,11 @@ def test_link_chatter_is_ipv6_housekeeping_only() -> None:
     """MLD and neighbour discovery (behind a VLAN tag too, inside a tunnel too)
     are left out of the wire check; pings and other traffic are not."""
     from scapy.layers.inet import ICMP, IP
-    from scapy.layers.inet6 import (ICMPv6EchoRequest, ICMPv6MLReport2, ICMPv6ND_NS, IPv6,
-                                    IPv6ExtHdrHopByHop)
+    from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6MLReport2, ICMPv6ND_NS, IPv6, IPv6ExtHdrHopByHop
     from scapy.layers.l2 import Dot1Q, Ether
 
-    from fixtures.frames import encapsulate
     from datapath.backends.kernel import link_chatter
+    from fixtures.frames import encapsulate
     from fixtures.kernel_peer import carries_chatter
     mld = bytes(Ether() / IPv6(src="::", dst="ff02::16") / IPv6ExtHdrHopByHop()
                 / ICMPv6MLReport2())

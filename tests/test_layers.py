@@ -76,8 +76,8 @@ def test_without_the_deviations_the_model_names_no_bug_and_its_frames_stay() -> 
     from datapath import model
     from datapath.deviations.observer import OvsObserver
     from datapath.model import hooks
-    from datapath.model.bugs import GRE_CSUM_AT_PUSH, GSO_CWR_EVERY_SEGMENT
     from datapath.model.actions import output
+    from datapath.model.bugs import GRE_CSUM_AT_PUSH, GSO_CWR_EVERY_SEGMENT
     from datapath.offloads import CsumState, RxFlags, TxOffloads
     from fixtures.frames import compose, with_l4_csum
     from fixtures.tunnel import INNERS, model_actions, spec

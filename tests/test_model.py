@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datapath.model import forward
-from datapath.model import csum
+from datapath.model import csum, forward
 from datapath.model.actions import mod_nw_dst, mod_tp_dst, output
 from datapath.model.packet import Packet
 from datapath.offloads import CsumState, OffloadError, RxFlags, TxOffloads

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPerror, TCPerror, UDPerror
-from scapy.layers.inet6 import ICMPv6DestUnreach, ICMPv6EchoRequest, IPv6, IPerror6
+from scapy.layers.inet6 import ICMPv6DestUnreach, ICMPv6EchoRequest, IPerror6, IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet as ScapyPacket
 from scapy.packet import Raw
 
 from datapath import model
 from datapath.model.actions import output
-from datapath.model.conntrack import (Conntrack, Ct, CtClear, CtCommitDnat, Key, Nat,
-                                      state_text)
+from datapath.model.conntrack import Conntrack, Ct, CtClear, CtCommitDnat, Key, Nat, state_text
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 
 ETH = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")

@@ -8,8 +8,17 @@ from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 
 from datapath.model import l2tags
-from datapath.model.l2tags import (Decap, EncapEthernet, EncapMpls, PopMpls, PopVlan,
-                                   PushMpls, PushVlan, SetEthAddrs, run)
+from datapath.model.l2tags import (
+    Decap,
+    EncapEthernet,
+    EncapMpls,
+    PopMpls,
+    PopVlan,
+    PushMpls,
+    PushVlan,
+    SetEthAddrs,
+    run,
+)
 
 A, B = "36:b1:ee:7c:01:03", "36:b1:ee:7c:01:02"
 PING = Ether(src=A, dst=B) / IP(src="10.1.1.1", dst="10.1.1.2", ttl=61, tos=0x28) / ICMP()

@@ -10,7 +10,6 @@ from datapath.model.packet import Packet
 from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, tso_frame
 from fixtures.tunnel import FALLBACK_TUNNELS, fallback_spec
-
 from fixtures.upstream_tso_vectors import V4_BIG, V4_SEGS, V6_BIG, V6_SEGS
 
 
@@ -61,8 +60,8 @@ def test_upstream_tunnel_tso_fallback_vectors() -> None:
     differ only where the known GRE checksum bug applies (IPv6 GRE with csum)."""
     from datapath.model.actions import PushTunnel
     from datapath.model.bugs import GRE_CSUM_AT_PUSH
-    from harness.compare import diff_frames
     from fixtures.upstream_tso_vectors import FRAMES, expand
+    from harness.compare import diff_frames
     actions = []
     for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
         actions += [PushTunnel(fallback_spec(kind, ul, csum), str(n)), output("p1")]
@@ -88,8 +87,8 @@ def test_tso_without_payload_names_the_outer_udp_deviation(ipv: int, times: int)
     from datapath.model import csum
     from datapath.model.actions import PushTunnel
     from datapath.model.bugs import TSO_EMPTY_TUNNEL_CSUM, TSO_SHORT_TUNNEL_ASSERT
-    from fixtures.tunnel import spec
     from datapath.offloads import CsumState
+    from fixtures.tunnel import spec
     tun = spec("vxlan", 4, True)
     rx = RxFlags(l4=CsumState.PARTIAL, tso_segsz=500)
     exp = model.forward(tso_frame(ipv, 0), [PushTunnel(tun, "11"), output("p2")], TxOffloads(), rx)

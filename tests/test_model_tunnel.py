@@ -13,9 +13,8 @@ from datapath.model.tunnel import TunnelError, TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
 from fixtures.frames import compose, with_l4_csum
 from fixtures.tunnel import INNERS, UPSTREAM_INNER, model_actions, spec, upstream_steps
-from harness.compare import diff_frames
 from fixtures.upstream_tunnel_vectors import TUNNEL_TESTS, resolve
-
+from harness.compare import diff_frames
 
 CASES = [(title, ul, inner) for title in TUNNEL_TESTS
          for ul, inner in [(int(title[3]), UPSTREAM_INNER[title.split(" - ", 1)[1]])]]
@@ -91,9 +90,10 @@ def test_gre_checksum_covers_the_final_bytes_and_names_the_ovs_deviation() -> No
 
 
 def test_l4_partial_on_icmp_is_a_known_crash() -> None:
-    from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP
     from scapy.layers.inet import ICMP, IP
     from scapy.layers.l2 import Ether
+
+    from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP
     frame = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP())
     from datapath.model.actions import output
     exp = model.forward(frame, [output("p2")], TxOffloads(), RxFlags.parse("l4=partial"))

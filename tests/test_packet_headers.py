@@ -10,9 +10,20 @@ from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
 
 from datapath.backends.dpdk import net_tap_rx_flags
 from datapath.model.decap import pop
-from datapath.model.packet import (ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
-                                   PROTO_GRE, PROTO_TCP, PROTO_UDP, Packet, ether_type,
-                                   ipv4_header, ipv6_header, parse_layer)
+from datapath.model.packet import (
+    ETH_TYPE_IPV4,
+    ETH_TYPE_IPV6,
+    ETH_TYPE_QINQ,
+    ETH_TYPE_VLAN,
+    PROTO_GRE,
+    PROTO_TCP,
+    PROTO_UDP,
+    Packet,
+    ether_type,
+    ipv4_header,
+    ipv6_header,
+    parse_layer,
+)
 from datapath.offloads import CsumState, RxFlags
 from fixtures.frames import corrupt_outer, encapsulate
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import harness.pcap
-from harness.pcap import (MAX_RECORD_LEN, PcapError, PcapReader, main, pcap_bytes as to_bytes,
-                         read_all, write_pcap)
+from harness.pcap import MAX_RECORD_LEN, PcapError, PcapReader, main, read_all, write_pcap
+from harness.pcap import pcap_bytes as to_bytes
 
 FRAMES = [
     bytes(range(60)),

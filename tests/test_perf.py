@@ -13,15 +13,31 @@ from pathlib import Path
 
 import pytest
 
+from harness.pmdstats import parse_pmd_stats
 from perf import stats
 from perf.kinds import KINDS, plan_cores
-from harness.pmdstats import parse_pmd_stats
 from perf.ovsstats import PortCounters, counters_delta, parse_dpctl_show, summarize_threads
-from perf.records import (CSV_HEAD, Point, Run, Sample, Topology, csv_text, load_run,
-                          run_json, write_csv, write_json)
+from perf.records import (
+    CSV_HEAD,
+    Point,
+    Run,
+    Sample,
+    Topology,
+    csv_text,
+    load_run,
+    run_json,
+    write_csv,
+    write_json,
+)
 from perf.sysstat import bpffs_mounted, group_delta, parse_proc_stat, parse_task_stat
-from perf.traffic import (DST_IP, UNMATCHED_COOKIE, flow_frame, openflow_rules,
-                          parse_stats_all, parse_unmatched)
+from perf.traffic import (
+    DST_IP,
+    UNMATCHED_COOKIE,
+    flow_frame,
+    openflow_rules,
+    parse_stats_all,
+    parse_unmatched,
+)
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from harness.records import CaseRecord, Command, RunRecord, Step
 from harness.wait import wait_until
 from reports.browser import Browser, find_chromium
 from reports.plugin import output_dir
-from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.render import render
 
 pytest_plugins = ["pytester"]

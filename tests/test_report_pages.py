@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.index import Entry, embed_json, index_data, message, natural_key
 from reports.layers import field_table, frame_layers
-from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.render import layout, render
 from reports.trace import trace_rows
 from reports.upstream import TITLES, UPSTREAM_TESTS

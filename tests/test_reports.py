@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.records import CaseRecord, Command, RunRecord, Step
 from reports import dissect as dissect_module
 from reports.dissect import DissectError, dissect, write_pcap
-from reports.merge import main as merge_main
 from reports.failures import dissect_failures
-from harness.records import CaseRecord, Command, RunRecord, Step
+from reports.merge import main as merge_main
 from reports.render import render
 
 pytest_plugins = ["pytester"]

@@ -34,6 +34,8 @@ def test_traffic_under_test_behind_tags_and_labels() -> None:
 
 @dataclass
 class FakeSniffer:
+    """A sniffer that returns the frames the test gives it."""
+
     ifname: str
     frames: list[Captured] = field(default_factory=list)
 

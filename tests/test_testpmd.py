@@ -14,9 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from datapath.backends.testpmd import (CsumLayer, CsumMode, FwdMode, PromptTimeout, TestPmd,
-                                       TestPmdError, parse_csum_show, parse_offloads,
-                                       parse_port_info, parse_port_stats)
+from datapath.backends.testpmd import (
+    CsumLayer,
+    CsumMode,
+    FwdMode,
+    PromptTimeout,
+    TestPmd,
+    TestPmdError,
+    parse_csum_show,
+    parse_offloads,
+    parse_port_info,
+    parse_port_stats,
+)
 
 STATS = """
   ######################## NIC statistics for port 0  ########################

@@ -71,6 +71,7 @@ def test_every_case_marker_names_a_known_test() -> None:
     file= names another; suites traceability does not list test by test pass
     through)."""
     import importlib
+
     from reports.upstream import FILES
     root = Path(__file__).resolve().parent.parent / "cases"
     checked = 0

@@ -1,0 +1,1 @@
+"""Port kinds (netdev-dummy, tap and veth, DPDK, AF_XDP) behind one Port interface."""

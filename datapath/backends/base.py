@@ -12,6 +12,8 @@ class BackendError(Exception):
 
 
 class Port(Protocol):
+    """What the framework needs of a port, whatever its backend: name, ofport, the OVS it is on."""
+
     name: str
     ofport: int
     sb: Sandbox  # the OVS the port belongs to (a case that expects it to die tells it so)

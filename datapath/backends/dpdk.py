@@ -22,13 +22,23 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort,
-                                      interface_status, tx_from_status)
+from datapath.backends.kernel import MOVED_DEVICE_LOG, KernelPort, interface_status, tx_from_status
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model import csum
-from datapath.model.packet import (ETH_TYPE_IPV4, ETH_TYPE_IPV6, ETH_TYPE_QINQ, ETH_TYPE_VLAN,
-                                   IPV4_MIN_HEADER, IPV6_HEADER, L4_CSUM_OFS, PROTO_TCP,
-                                   PROTO_UDP, ether_type, ipv4_header, ipv6_header)
+from datapath.model.packet import (
+    ETH_TYPE_IPV4,
+    ETH_TYPE_IPV6,
+    ETH_TYPE_QINQ,
+    ETH_TYPE_VLAN,
+    IPV4_MIN_HEADER,
+    IPV6_HEADER,
+    L4_CSUM_OFS,
+    PROTO_TCP,
+    PROTO_UDP,
+    ether_type,
+    ipv4_header,
+    ipv6_header,
+)
 from datapath.offloads import CsumState, RxFlags
 from harness.control import check
 from harness.install import OvsInstall
@@ -62,6 +72,7 @@ _vdev_ids = itertools.count()
 
 
 def sandbox_options(install: OvsInstall, switch_ns: Netns, tso: bool) -> SandboxOptions:
+    """The Sandbox options of a DPDK-enabled ovs-vswitchd in the switch namespace."""
     if install.vswitchd_dpdk is None:
         raise RuntimeError("no DPDK-enabled ovs-vswitchd")
     return {
@@ -134,6 +145,8 @@ def net_tap_rx_flags(frame: bytes) -> RxFlags:
 
 
 class DpdkTapPort(KernelPort):
+    """A DPDK net_tap port: OVS reads it through DPDK, the test uses its kernel side in a peer namespace."""
+
     kind = "dpdk net_tap"
     RX_LIMITS = ("net_tap verifies IPv4/TCP/UDP checksums in software and stamps exactly "
                  "good or bad; it cannot leave a TCP/UDP checksum unknown or mark it partial")

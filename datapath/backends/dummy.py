@@ -15,6 +15,8 @@ MAX_RX_BATCH = 100  # each dummy rxq holds at most 100 packets
 
 
 class DummyPort:
+    """A netdev-dummy port: frames in through netdev-dummy/receive, out through its tx_pcap."""
+
     def __init__(self, sandbox: Sandbox, bridge: str, name: str, ofport: int,
                  port_type: str = "dummy") -> None:
         self.sb = sandbox

@@ -56,6 +56,7 @@ def datapath_rx_packets(sb: Sandbox) -> int:
 
 
 def interface_status(sb: Sandbox, name: str) -> dict[str, str]:
+    """An Interface's status column, as a dict."""
     out = check(sb.vsctl("--format=json", "get", "Interface", name, "status")).stdout
     return parse_ovsdb_map(out)
 
@@ -77,6 +78,7 @@ def tx_from_status(status: dict[str, str]) -> tuple[TxOffloads, bool]:
 
 
 def flags_text(rx: RxFlags) -> str:
+    """The rx flags a port stamps, as text for a message ("none" for none)."""
     parts = [f"{layer}={state.value}" for layer, state in (("ip", rx.ip), ("l4", rx.l4))
              if state is not CsumState.UNKNOWN]
     if rx.tso_segsz:

@@ -16,9 +16,19 @@ import json
 import socket
 from dataclasses import dataclass
 
-from datapath.backends.netns import (ETH_P_ALL, MAX_FRAME, PACKET_OUTGOING, PACKET_VNET_HDR,
-                                     SOL_PACKET, VNET_HDR, Netns, NetnsError, VnetHdr,
-                                     complete_needs_csum, unique_name)
+from datapath.backends.netns import (
+    ETH_P_ALL,
+    MAX_FRAME,
+    PACKET_OUTGOING,
+    PACKET_VNET_HDR,
+    SOL_PACKET,
+    VNET_HDR,
+    Netns,
+    NetnsError,
+    VnetHdr,
+    complete_needs_csum,
+    unique_name,
+)
 
 
 @dataclass(frozen=True)

@@ -224,14 +224,17 @@ def delete_leftover_namespaces() -> list[str]:
 
 
 def mac_bytes(text: str) -> bytes:
+    """A MAC address in colon-separated hex, as 6 bytes."""
     return bytes(int(b, 16) for b in text.split(":"))
 
 
 def mac_text(raw: bytes) -> str:
+    """6 bytes of a MAC address, in colon-separated lowercase hex."""
     return ":".join(f"{b:02x}" for b in raw)
 
 
 def link_mac(ns: Netns | None, ifname: str) -> bytes:
+    """The MAC address of a link, in a namespace or the current one."""
     out = run_ip("-o", "link", "show", "dev", ifname, ns=ns.name if ns else None).stdout
     words = out.split()
     return mac_bytes(words[words.index("link/ether") + 1])
@@ -243,6 +246,8 @@ def link_mac(ns: Netns | None, ifname: str) -> bytes:
 
 @dataclass(frozen=True)
 class VnetHdr:
+    """A virtio-net header (struct virtio_net_hdr): checksum flags and GSO fields."""
+
     flags: int = 0
     gso_type: int = 0
     hdr_len: int = 0

@@ -19,9 +19,14 @@ What the ports can express, read from what OVS and the kernel negotiated:
 """
 from __future__ import annotations
 
-from datapath.backends.kernel import (MOVED_DEVICE_LOG, KernelPort, datapath_rx_packets,
-                                      interface_status, tx_from_status)
-from datapath.backends.netns import (KernelSide, Netns, ethtool_features, l4_offsets, link_mac)
+from datapath.backends.kernel import (
+    MOVED_DEVICE_LOG,
+    KernelPort,
+    datapath_rx_packets,
+    interface_status,
+    tx_from_status,
+)
+from datapath.backends.netns import KernelSide, Netns, ethtool_features, l4_offsets, link_mac
 from datapath.backends.offload_check import OffloadMismatch
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
@@ -48,6 +53,8 @@ def add_bridge(sb: Sandbox, name: str) -> None:
 
 
 class TapPort(KernelPort):
+    """A tap port: the kernel side of the tap is in a peer namespace, where the test sends and captures."""
+
     kind = "tap"
     RX_LIMITS = ("a tap port can only hand over L4-partial packets (virtio-net NEEDS_CSUM; "
                  "TCP GSO packets too with userspace TSO) or packets with no flags; OVS 4.0 "
@@ -96,6 +103,8 @@ class TapPort(KernelPort):
 
 
 class VethPort(KernelPort):
+    """A veth port: OVS holds one end as a system port, the other end is in a peer namespace."""
+
     kind = "veth"
     RX_LIMITS = ("a veth (system) port hands over L4-partial packets only with userspace TSO "
                  "on, and never good/bad or IP checksum flags")

@@ -71,6 +71,7 @@ class PortInfo:
 
 
 def parse_port_stats(text: str) -> PortStats:
+    """testpmd's `show port stats` output, parsed into PortStats."""
     def num(label: str) -> int:
         m = re.search(rf"{label}:\s*(\d+)", text)
         if m is None:
@@ -81,6 +82,7 @@ def parse_port_stats(text: str) -> PortStats:
 
 
 def parse_port_info(port: int, text: str) -> PortInfo:
+    """testpmd's `show port info` output of one port, parsed into PortInfo."""
     fields: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")

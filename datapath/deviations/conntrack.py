@@ -7,8 +7,7 @@ that run conntrack (cases/test_conntrack_offload.py), which ask it per packet.
 from __future__ import annotations
 
 from datapath.model import csum
-from datapath.model.bugs import (CT_ICMP6_NAT_CONN_PROTO, CT_TCP_SYN_SENT_REPLY,
-                                 L4_PARTIAL_NOT_TCP_UDP, OvsBug)
+from datapath.model.bugs import CT_ICMP6_NAT_CONN_PROTO, CT_TCP_SYN_SENT_REPLY, L4_PARTIAL_NOT_TCP_UDP, OvsBug
 from datapath.model.conntrack import EST, RPL, TRK, Result
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.offloads import RxFlags

@@ -7,10 +7,19 @@ from dataclasses import dataclass, field
 
 from datapath.deviations.state import Completion, name_bug, state
 from datapath.model import csum, gso
-from datapath.model.bugs import (GRE_CSUM_AT_PUSH, IPV4_HEADER_ONLY, IPV6_EXT_PSEUDO_HEADER,
-                                 L4_PARTIAL_NOT_TCP_UDP, TRUNC_L4_CUT_CRASH, TRUNC_PENDING_CSUM,
-                                 TRUNC_TUNNEL_OUTER_CSUM, TSO_EMPTY_TUNNEL_CSUM,
-                                 TSO_SHORT_TUNNEL_ASSERT, TUNNEL_CSUM_TRUSTS_RX_GOOD, OvsBug)
+from datapath.model.bugs import (
+    GRE_CSUM_AT_PUSH,
+    IPV4_HEADER_ONLY,
+    IPV6_EXT_PSEUDO_HEADER,
+    L4_PARTIAL_NOT_TCP_UDP,
+    TRUNC_L4_CUT_CRASH,
+    TRUNC_PENDING_CSUM,
+    TRUNC_TUNNEL_OUTER_CSUM,
+    TSO_EMPTY_TUNNEL_CSUM,
+    TSO_SHORT_TUNNEL_ASSERT,
+    TUNNEL_CSUM_TRUSTS_RX_GOOD,
+    OvsBug,
+)
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Layer, Packet
 from datapath.offloads import CsumState, TxOffloads
 

@@ -17,6 +17,8 @@ TCP_CWR = gso.TCP_CWR
 
 
 class OvsObserver(hooks.Observer):
+    """The model's hooks answered with OVS's known deviations, each recorded on the packet."""
+
     def pushed(self, pkt: Packet) -> None:
         # netdev_gre_push_header() fills the GRE checksum now, over the bytes as
         # they are (the checksums under it still pending): GRE_CSUM_AT_PUSH.

@@ -32,6 +32,8 @@ class OvsCut:
 
 @dataclass
 class OvsState:
+    """What OVS does otherwise to one model packet: its changes, the GRE checksum at push, a max_len cut."""
+
     # Where OVS changes the packet otherwise than the model (record_change).
     changes: list[tuple[OvsBug, Change, str]] = field(default_factory=list)
     gre_csum: int | None = None  # what OVS wrote into the GRE checksum at push

@@ -12,9 +12,9 @@ from typing import Callable
 
 from datapath.model import csum, gso, hooks
 from datapath.model.actions import Action, Output, PushTunnel, Truncate
+from datapath.model.cut import truncate
 from datapath.model.hooks import Known
 from datapath.model.packet import Packet
-from datapath.model.cut import truncate
 from datapath.model.send import Egress, complete_in_software, transmit
 from datapath.model.tunnel import TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
@@ -172,6 +172,7 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
 
 
 def emit(out: Expected, sent: list[Egress]) -> None:
+    """Append the frames sent, with what each may also be, their bugs and notes, to the expectation."""
     for egress in sent:
         pkt = egress.pkt
         out.allowed, out.ovs_allowed = out.padded("allowed"), out.padded("ovs_allowed")

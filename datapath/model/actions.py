@@ -12,6 +12,8 @@ from datapath.model.tunnel import TunnelSpec, push
 
 
 class Action:
+    """An OpenFlow action the model applies to a packet, and its ovs-ofctl spelling."""
+
     def ofctl(self) -> str:
         raise NotImplementedError
 
@@ -114,6 +116,8 @@ class PushTunnel(Action):
 
 @dataclass(frozen=True)
 class Output(Action):
+    """output:PORT, the action that sends the packet to a port."""
+
     port: str
 
     def ofctl(self) -> str:
@@ -139,22 +143,27 @@ class Truncate(Action):
 
 
 def mod_nw_dst(addr: str) -> SetIPv4Addr:
+    """mod_nw_dst: set the IPv4 destination address."""
     return SetIPv4Addr(addr, "dst")
 
 
 def mod_nw_src(addr: str) -> SetIPv4Addr:
+    """mod_nw_src: set the IPv4 source address."""
     return SetIPv4Addr(addr, "src")
 
 
 def mod_tp_dst(port: int) -> SetL4Port:
+    """mod_tp_dst: set the TCP or UDP destination port."""
     return SetL4Port(port, "dst")
 
 
 def mod_tp_src(port: int) -> SetL4Port:
+    """mod_tp_src: set the TCP or UDP source port."""
     return SetL4Port(port, "src")
 
 
 def output(port: str) -> Output:
+    """The output action to a port."""
     return Output(port)
 
 

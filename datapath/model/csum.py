@@ -20,6 +20,7 @@ def finish(total: int) -> int:
 
 
 def checksum(data: bytes) -> int:
+    """The Internet checksum of the bytes (RFC 1071): the complement of their ones' complement sum."""
     return finish(ones_sum(data))
 
 
@@ -42,8 +43,10 @@ def incremental(old_csum: int, old_words: bytes, new_words: bytes) -> int:
 
 
 def pseudo_header_v4(src: bytes, dst: bytes, proto: int, length: int) -> int:
+    """The ones' complement sum of the IPv4 pseudo-header (RFC 9293 §3.1, RFC 768)."""
     return ones_sum(src + dst + struct.pack("!BBH", 0, proto, length))
 
 
 def pseudo_header_v6(src: bytes, dst: bytes, proto: int, length: int) -> int:
+    """The ones' complement sum of the IPv6 pseudo-header (RFC 8200 §8.1)."""
     return ones_sum(src + dst + struct.pack("!IxxxB", length, proto))

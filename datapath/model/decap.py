@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from datapath.model import csum
 from datapath.model.packet import PROTO_GRE, PROTO_UDP, Packet, ipv4_header, parse_layer
-from datapath.model.tnl_headers import ETH_TYPE_ERSPAN1, ETH_TYPE_ERSPAN2, ETH_TYPE_TEB
-from datapath.model.tnl_headers import VXLAN_PORT
+from datapath.model.tnl_headers import ETH_TYPE_ERSPAN1, ETH_TYPE_ERSPAN2, ETH_TYPE_TEB, VXLAN_PORT
 from datapath.offloads import CsumState, RxFlags
 
 COUNTERS = ("datapath_drop_tunnel_pop_error", "native_tnl_l3csum_checked",
@@ -30,6 +29,8 @@ COUNTERS = ("datapath_drop_tunnel_pop_error", "native_tnl_l3csum_checked",
 
 @dataclass
 class Popped:
+    """The result of a tunnel receive: the inner frame (None if dropped), the counters, notes."""
+
     inner: bytes | None  # None: dropped
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     notes: list[str] = field(default_factory=list)

@@ -26,6 +26,7 @@ TCP_PSH, TCP_FIN, TCP_CWR = 0x08, 0x01, 0x80
 
 
 def tcp_layer(pkt: Packet) -> Layer | None:
+    """The TCP layer of a packet (the inner one of an encapsulated packet), or None if not TCP."""
     lay = pkt.inner if pkt.inner is not None else pkt.outer
     return lay if lay.l4 is not None and lay.proto == PROTO_TCP else None
 
@@ -39,6 +40,7 @@ def payload_bounds(pkt: Packet) -> tuple[int, int]:
 
 
 def n_segments(pkt: Packet) -> int:
+    """How many segments the packet leaves as: 1 unless it is TCP with a TSO segment size."""
     if tcp_layer(pkt) is None or not pkt.tso_segsz:
         return 1
     return max(1, -(-payload_bounds(pkt)[1] // pkt.tso_segsz))

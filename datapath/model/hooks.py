@@ -90,6 +90,7 @@ _active: list[Observer] = [Observer()]
 
 
 def active() -> Observer:
+    """The observer installed last, which the model's hooks call."""
     return _active[-1]
 
 

@@ -82,6 +82,8 @@ def _eth_split(data: bytes) -> tuple[bytes, int]:
 
 
 class L2Action:
+    """A VLAN or MPLS action the model applies to an L2 packet, and its ovs-ofctl spelling."""
+
     def ofctl(self) -> str:
         raise NotImplementedError
 
@@ -244,6 +246,7 @@ class Decap(L2Action):
 
 
 def mac(text: str) -> bytes:
+    """A MAC address in colon-separated hex, as 6 bytes."""
     return bytes.fromhex(text.replace(":", ""))
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 @dataclass
 class DropMeter:
+    """A meter with one drop band, as a token bucket in the meter's unit."""
+
     unit: str  # "kbps" or "pktps"
     rate: int
     burst: int

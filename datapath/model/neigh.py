@@ -34,15 +34,18 @@ def arp_packet(op: int, sha: str, spa: str, tha: str, tpa: str,
 
 
 def arp_request(src_mac: str, src_ip: str, target_ip: str) -> bytes:
+    """An ARP request (RFC 826) from SRC_MAC/SRC_IP for TARGET_IP, as an Ethernet frame."""
     return arp_packet(1, src_mac, src_ip, "00:00:00:00:00:00", target_ip)
 
 
 def solicited_node(target: str) -> ipaddress.IPv6Address:
+    """The solicited-node multicast address of an IPv6 address (RFC 4291 §2.7.1)."""
     low = ipaddress.IPv6Address(target).packed[13:]
     return ipaddress.IPv6Address(bytes.fromhex("ff0200000000000000000001ff") + low)
 
 
 def neighbor_solicitation(src_mac: str, src_ip: str, target: str) -> bytes:
+    """A Neighbor Solicitation for TARGET (RFC 4861 §4.3), as an Ethernet frame."""
     dst = solicited_node(target)
     src = ipaddress.IPv6Address(src_ip).packed
     body = (struct.pack("!BBHI", 135, 0, 0, 0) + ipaddress.IPv6Address(target).packed

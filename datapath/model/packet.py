@@ -183,6 +183,8 @@ class Cut:
 
 @dataclass
 class Packet:
+    """A packet as the model carries it through the actions: bytes, layers, tunnel, offload flags."""
+
     data: bytearray
     outer: Layer = field(default_factory=Layer)
     inner: Layer | None = None  # set once a tunnel header was pushed
@@ -312,7 +314,7 @@ class Packet:
                     pseudo_len: int | None = None) -> None:
         """Make a TCP or UDP checksum right: pseudo-header plus segment (RFC 9293
         §3.1, RFC 768, RFC 8200 §8.1); a UDP result of 0 is sent as 0xffff (RFC 768).
-        (`pseudo_proto` and `pseudo_len` compute it under another pseudo-header.)"""
+        `pseudo_proto` and `pseudo_len` compute it under another pseudo-header."""
         ofs = lay.l4_csum_ofs
         self.put16(ofs, 0)
         value = csum.finish(self.l4_sum(lay, pseudo_proto, pseudo_len))

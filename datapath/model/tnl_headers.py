@@ -66,12 +66,14 @@ def udp(src: int, dst: int, payload_len: int) -> bytes:
 
 
 def vxlan(vni: int, gpe: bool = False, next_type: int = ETH_TYPE_TEB) -> bytes:
+    """A VXLAN header (RFC 7348), or a VXLAN-GPE one with the next protocol of NEXT_TYPE."""
     if gpe:
         return struct.pack("!BHBI", 0x0C, 0, GPE_NEXT_PROTO[next_type], vni << 8)
     return struct.pack("!II", 0x08000000, vni << 8)
 
 
 def geneve(vni: int, opts: tuple[GeneveOpt, ...] = ()) -> bytes:
+    """A Geneve header (RFC 8926) with its options, carrying Ethernet."""
     body = b"".join(o.pack() for o in opts)
     first = (len(body) // 4) & 0x3F
     second = 0x40 if any(o.critical for o in opts) else 0
@@ -80,6 +82,7 @@ def geneve(vni: int, opts: tuple[GeneveOpt, ...] = ()) -> bytes:
 
 def gre(proto: int, *, csum: bool = False, key: int | None = None,
         seq: int | None = None) -> bytes:
+    """A GRE header (RFC 2784, RFC 2890) with the optional checksum, key and sequence fields."""
     flags = (GRE_CSUM if csum else 0) | (GRE_KEY if key is not None else 0) | (
         GRE_SEQ if seq is not None else 0)
     out = struct.pack("!HH", flags, proto)
@@ -130,4 +133,5 @@ def srh(segments: tuple[str, ...], next_type: int) -> bytes:
 
 
 def gtpu(teid: int, payload_len: int) -> bytes:
+    """A GTP-U header (3GPP TS 29.281) without options: a G-PDU for TEID."""
     return struct.pack("!BBHI", 0x30, 0xFF, payload_len, teid)

@@ -28,8 +28,15 @@ from dataclasses import dataclass
 from datapath.model import hooks
 from datapath.model import tnl_headers as th
 from datapath.model.packet import PROTO_GRE, PROTO_UDP, Layer, Packet, parse_layer
-from datapath.model.tnl_headers import (ETH_TYPE_TEB, GENEVE_PORT, GRE_CSUM, GRE_KEY,  # noqa: F401
-                                        GTPU_PORT, VXLAN_PORT, GeneveOpt)
+from datapath.model.tnl_headers import (  # noqa: F401
+    ETH_TYPE_TEB,
+    GENEVE_PORT,
+    GRE_CSUM,
+    GRE_KEY,
+    GTPU_PORT,
+    VXLAN_PORT,
+    GeneveOpt,
+)
 from datapath.offloads import CsumState
 
 ECN_MASK, ECN_CE, ECN_ECT0 = 0x03, 0x03, 0x02
@@ -44,7 +51,7 @@ def csum_id(on: bool) -> str:
 
 
 class TunnelError(ValueError):
-    pass
+    """A tunnel specification the model cannot build."""
 
 
 @dataclass(frozen=True)
