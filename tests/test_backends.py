@@ -382,7 +382,9 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
         namespaces += [xdp.switch_ns.name, *(n.name for n in xdp.peers.values())]
         pids.append(xdp.sb.vswitchd.proc.pid)  # type: ignore[union-attr]
     info = {"namespaces": namespaces, "pids": pids, "backend": backend, "mounts": mounts,
-            "files": sorted(_files())}
+            "files": sorted(_files()),
+            "handlers": {s.name: repr(signal.getsignal(s)) for s in _INTERRUPTS},
+            "handled": [s.name for s in _INTERRUPTS if callable(signal.getsignal(s))]}
     ready = Path(os.environ[HOLD])
     ready.with_suffix(".tmp").write_text(json.dumps(info))
     ready.with_suffix(".tmp").replace(ready)  # whole, when the parent sees it
@@ -391,6 +393,18 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
 
 # Seconds an interrupted child has to tear everything down and exit.
 INTERRUPT_BUDGET = 60
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interruptible() -> None:
+    """In the child, before exec: the signals it is interrupted with at their
+    default, so that its Python turns them into a KeyboardInterrupt (SIGINT by
+    itself, SIGTERM through fixtures/lifecycle.py).  An ignored signal stays
+    ignored across fork and exec, and Python leaves an ignored SIGINT ignored:
+    a run started in the background of a non-interactive shell (`cmd &`, which
+    ignores SIGINT and SIGQUIT for it) would give its child pytest no Ctrl-C."""
+    for sig in _INTERRUPTS:
+        signal.signal(sig, signal.SIG_DFL)
 
 
 @needs_tap
@@ -417,8 +431,8 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=0",
          "--out-dir", str(tmp_path / "out"),
          f"{Path(__file__).relative_to(ROOT)}::test_hold_resources_until_interrupted"],
-        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        cwd=ROOT, env=env, start_new_session=True, preexec_fn=_interruptible,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def evidence(out: str) -> str:
         steps = teardown_trace.relative(trace.read_text(), signalled) if trace.exists() else ""
@@ -435,6 +449,9 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
             assert info["backend"] == "dpdk" and len(info["pids"]) >= 4 + len(info["mounts"]), \
                 info  # iperf3, testpmd, the daemons (+ the AF_XDP vswitchd, other helpers)
         assert _processes_with(token)
+        # Else the signal is discarded, and nothing happens until the budget is out.
+        assert sig.name in info["handled"], \
+            f"the child pytest does not handle {sig.name}: {info['handlers']}"
         signalled = time.monotonic()
         if sig == signal.SIGINT:
             os.killpg(child.pid, sig)  # what a terminal's Ctrl-C does
