@@ -2,6 +2,7 @@
 run leaves nothing behind (namespaces, devices, processes), Ctrl-C included."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -269,6 +271,17 @@ def _files() -> set[str]:
     return found
 
 
+@pytest.fixture
+def files_unshared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """For a test that compares _files() before and after: no other such test
+    makes files meanwhile.  pytest-xdist workers (the flaky driver's -n 2) take
+    turns, on a lock in the directory their temporary directories share; a
+    serial run never waits.  Cases run on another worker are not covered."""
+    with open(tmp_path_factory.getbasetemp().parent / "backends-files.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # until the other one ends (released at close)
+        yield
+
+
 needs_tap = pytest.mark.skipif(unavailable("tap", None) is not None,
                                reason=str(unavailable("tap", None)))
 
@@ -293,6 +306,7 @@ def test_real_env_leaves_nothing(real_env) -> None:
     assert helper.poll() is not None and vswitchd.poll() is not None
 
 
+@pytest.mark.usefixtures("files_unshared")
 def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
     """An AF_XDP sandbox (its bpffs, two afxdp ports) and a DPDK one (a net_tap
     port, a background testpmd): after close() their namespaces, processes,
@@ -388,7 +402,9 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
         namespaces += [xdp.switch_ns.name, *(n.name for n in xdp.peers.values())]
         pids.append(xdp.sb.vswitchd.proc.pid)  # type: ignore[union-attr]
     info = {"namespaces": namespaces, "pids": pids, "backend": backend, "mounts": mounts,
-            "files": sorted(_files())}
+            "files": sorted(_files()),
+            "handlers": {s.name: repr(signal.getsignal(s)) for s in _INTERRUPTS},
+            "handled": [s.name for s in _INTERRUPTS if callable(signal.getsignal(s))]}
     ready = Path(os.environ[HOLD])
     ready.with_suffix(".tmp").write_text(json.dumps(info))
     ready.with_suffix(".tmp").replace(ready)  # whole, when the parent sees it
@@ -397,9 +413,22 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
 
 # Seconds an interrupted child has to tear everything down and exit.
 INTERRUPT_BUDGET = 60
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interruptible() -> None:
+    """In the child, before exec: the signals it is interrupted with at their
+    default, so that its Python turns them into a KeyboardInterrupt (SIGINT by
+    itself, SIGTERM through fixtures/lifecycle.py).  An ignored signal stays
+    ignored across fork and exec, and Python leaves an ignored SIGINT ignored:
+    a run started in the background of a non-interactive shell (`cmd &`, which
+    ignores SIGINT and SIGQUIT for it) would give its child pytest no Ctrl-C."""
+    for sig in _INTERRUPTS:
+        signal.signal(sig, signal.SIG_DFL)
 
 
 @needs_tap
+@pytest.mark.usefixtures("files_unshared")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
 def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_install) -> None:
     """A child pytest builds namespaces, tap/veth (and, on DPDK, net_tap and a
@@ -423,8 +452,8 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=0",
          "--out-dir", str(tmp_path / "out"),
          f"{Path(__file__).relative_to(ROOT)}::test_hold_resources_until_interrupted"],
-        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        cwd=ROOT, env=env, start_new_session=True, preexec_fn=_interruptible,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def evidence(out: str) -> str:
         steps = teardown_trace.relative(trace.read_text(), signalled) if trace.exists() else ""
@@ -441,6 +470,9 @@ def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_insta
             assert info["backend"] == "dpdk" and len(info["pids"]) >= 4 + len(info["mounts"]), \
                 info  # iperf3, testpmd, the daemons (+ the AF_XDP vswitchd, other helpers)
         assert _processes_with(token)
+        # Else the signal is discarded, and nothing happens until the budget is out.
+        assert sig.name in info["handled"], \
+            f"the child pytest does not handle {sig.name}: {info['handlers']}"
         signalled = time.monotonic()
         if sig == signal.SIGINT:
             os.killpg(child.pid, sig)  # what a terminal's Ctrl-C does
