@@ -31,7 +31,7 @@ from fixtures.capabilities import unavailable
 from fixtures.frames import MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped, with_l4_csum
 from harness import teardown_trace
 from harness.control import Result
-from harness.ifstatus import Status
+from harness.ifstatus import TX_OFFLOAD_KEYS, Status
 from harness.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,12 +134,8 @@ def _parsed(status: dict[str, str]) -> Status:
 
 
 def _status(**on: bool) -> dict[str, str]:
-    keys = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum_offload",
-            "tx_sctp_csum_offload", "tx_out_ip_csum_offload", "tx_out_udp_csum_offload",
-            "tx_tcp_seg_offload", "tx_vxlan_tso_offload", "tx_geneve_tso_offload",
-            "tx_gre_tso_offload")
     return {k: "true" if on.get(k.removeprefix("tx_").removesuffix("_offload")) else "false"
-            for k in keys}
+            for k in TX_OFFLOAD_KEYS}
 
 
 def test_offload_mismatch_is_a_failure_naming_both_sides() -> None:
