@@ -33,6 +33,7 @@ from fixtures.upstream_system import (
     run_in,
 )
 from harness.control import check
+from harness.ifstatus import read_interface
 from harness.vsctl import add_port, set_interface
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
@@ -148,7 +149,7 @@ def test_ping_between_pmd_and_non_pmd_ports(real_env: Callable[..., RealEnv],
     rxq = check(sb.appctl("dpif-netdev/pmd-rxq-show")).stdout
     assert "port: ovs-p1" in rxq and "port: ovs-p0" not in rxq, rxq
     for port in ("ovs-p0", "ovs-p1"):
-        mode = check(sb.vsctl("get", "Interface", port, "status:xdp-mode")).stdout.strip()
+        mode = read_interface(sb, port).status.xdp_mode
         assert mode == afxdp.kernel_xdp_mode(env.switch_ns, port), (port, mode)
 
 
@@ -237,7 +238,7 @@ def test_xdp_mode_switch_and_zerocopy_refusal(real_env: Callable[..., RealEnv]) 
                     f"{port.read_status()}, kernel {port.kernel_mode()}")
     assert "could not add network device p1 to ofproto (Invalid argument)" in error, error
     assert check(sb.vsctl("get", "Interface", "p1", "ofport")).stdout.strip() == "-1"
-    assert "xdp-mode" not in port.read_status(), port.status
+    assert port.read_status().xdp_mode is None, port.status
     assert port.kernel_mode() == "none"
     check(sb.vsctl(*set_interface("p1", options={"xdp-mode": "best-effort"})))
     wait_until(lambda: check(sb.vsctl("get", "Interface", "p1", "ofport")).stdout.strip()

@@ -19,6 +19,7 @@ import pytest
 
 from fixtures.system_dpdk import NEEDS_NIC, VHOST_CLIENT_ALLOW, OvsDpdk, skip_without_cpus, upstream
 from harness.control import check
+from harness.ifstatus import read_interface
 from harness.vsctl import add_port, set_interface
 from harness.wait import settled
 
@@ -152,8 +153,8 @@ def test_add_vhost_user_client_port(ovs_dpdk: Callable[..., OvsDpdk]) -> None:
           stderr="Not allocated\novs-appctl: ovs-vswitchd: server returned an error\n")
     assert check(sb.vsctl("get", "Interface", "dpdkvhostuserclient0",
                           "link_state")).stdout.strip() == "down"
-    status = check(sb.vsctl("get", "Interface", "dpdkvhostuserclient0", "status")).stdout
-    assert "mode=client" in status and "status=disconnected" in status, status
+    status = read_interface(sb, "dpdkvhostuserclient0").status
+    assert (status.mode, status.connection) == ("client", "disconnected"), status
     assert "dpdkvhostuserclient0 (dpdkvhostuserclient" in check(sb.dpctl("show")).stdout
     check(sb.vsctl("del-port", "br10", "dpdkvhostuserclient0"))
 

@@ -20,6 +20,7 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 
 from datapath import model
+from datapath.backends.kernel import tx_from_status
 from datapath.backends.native_tunnel import Sniffer
 from datapath.backends.netns import Netns, link_mac, mac_text
 from datapath.model.actions import PushTunnel, output
@@ -38,6 +39,7 @@ from fixtures.upstream_system import (
 )
 from harness.compare import FrameMismatch, compare_frames
 from harness.control import check
+from harness.ifstatus import Statistics, read_interface
 from harness.vsctl import add_port, chain, set_interface
 from harness.wait import wait_until
 from reports.plugin import record_for
@@ -158,20 +160,20 @@ def test_ping_vhost_user_client_ports(ovs_dpdk: Callable[..., OvsDpdk],
                    ["ping", "-i", "0.1", "-c", "10", "-I", "tap0", "172.31.110.12"], 10, port)
     run_in(sb, ns1, ["ip", "link", "set", "tap0", "down"])
 
-    def stats() -> dict[str, int]:
-        text = check(sb.vsctl("get", "interface", port, "statistics")).stdout
-        return {k: int(v) for k, v in re.findall(r"([\w]+)=(\d+)", text)}
-    def refreshed() -> dict[str, int]:
+    def stats() -> Statistics:
+        return read_interface(sb, port).statistics
+    def refreshed() -> Statistics | None:
         now = stats()
-        return now if now.get("rx_packets", 0) >= 10 and now.get("tx_packets", 0) >= 10 else {}
+        return now if now.rx_packets >= 10 and now.tx_packets >= 10 else None
     # Upstream sleeps 5 s (stats-update-interval); wait for the refresh instead.
     got = wait_until(refreshed, 30, what="the vhost statistics to count the pings",
                      describe=lambda: str(stats()))
+    assert got is not None  # wait_until returns the first truthy value
     for way in ("rx", "tx"):
-        assert got[f"{way}_packets"] > 0 and got[f"{way}_bytes"] > 0, got
+        assert got.raw[f"{way}_packets"] > 0 and got.raw[f"{way}_bytes"] > 0, got
         for unit in ("packets", "bytes"):
-            queues = got[f"{way}_q0_good_{unit}"] + got[f"{way}_q1_good_{unit}"]
-            assert got[f"{way}_{unit}"] == queues, (way, unit, got)
+            queues = got.raw[f"{way}_q0_good_{unit}"] + got.raw[f"{way}_q1_good_{unit}"]
+            assert got.raw[f"{way}_{unit}"] == queues, (way, unit, got)
     check(sb.vsctl("del-port", "br10", port))
     pmd.stop()
 
@@ -309,10 +311,7 @@ def check_double_push(ovs: OvsDpdk, request: pytest.FixtureRequest, ns0: Netns,
         "tnl/egress_port_range")).stdout)[:2])
     sent = icmp_echo(p2.sent, "reply")
     arrived = double_vxlan_replies(p0.received)
-    tx_status = check(ovs.sb.vsctl("--format=json", "get", "Interface", "p0", "status")).stdout
-    from datapath.backends.dummy import parse_ovsdb_map
-    from datapath.backends.kernel import tx_from_status
-    tx, _ = tx_from_status(parse_ovsdb_map(tx_status))
+    tx, _ = tx_from_status(read_interface(ovs.sb, "p0").status)
     expected = model.Expected(frames=[])
     for i, frame in enumerate(sent):
         outer_sport, inner_sport = udp_sports(arrived[i]) if i < len(arrived) else (lo, lo)

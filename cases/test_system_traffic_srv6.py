@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import pytest
 
 from datapath import model
-from datapath.backends.kernel import interface_status, link_chatter, tx_from_status
+from datapath.backends.kernel import link_chatter, tx_from_status
 from datapath.backends.native_tunnel import Captured, Sniffer, moved, snmp_counters
 from datapath.backends.netns import Netns, link_mac, mac_text
 from datapath.model.actions import PushTunnel, output
@@ -39,6 +39,7 @@ from datapath.verdict import record_step
 from fixtures.kernel_peer import match_frames, rx_flags
 from fixtures.system_traffic import FLAVOUR, PING_OK, Traffic, upstream
 from harness.control import check
+from harness.ifstatus import read_interface
 from harness.records import Step
 from harness.wait import WaitTimeout, wait_until
 from reports.plugin import record_for
@@ -159,7 +160,7 @@ class SrWire:
 
     @classmethod
     def start(cls, t: Traffic, ns0: Netns, overlay: Overlay) -> "SrWire":
-        tx, _ = tx_from_status(interface_status(t.sb, "ovs-p0"))
+        tx, _ = tx_from_status(read_interface(t.sb, "ovs-p0").status)
         spec = TunnelSpec("srv6", OVS_UNDERLAY, SID,
                           mac_text(link_mac(t.host, "br-underlay")), mac_text(link_mac(ns0, "p0")))
         wire = cls(t, ns0, overlay, spec, TxOffloads(tx.advertised), Sniffer(t.host, "br0"),

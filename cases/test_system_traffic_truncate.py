@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from datapath import model
-from datapath.backends.kernel import interface_status, link_chatter, tx_from_status
+from datapath.backends.kernel import link_chatter, tx_from_status
 from datapath.backends.native_tunnel import Captured, Sniffer
 from datapath.backends.netns import Netns
 from datapath.model.actions import PushTunnel, Truncate, output
@@ -41,6 +41,7 @@ from fixtures.kernel_peer import rx_flags
 from fixtures.system_traffic import FLAVOUR, NC_EOF_OPT, Traffic, payload, upstream
 from harness.control import check
 from harness.filters import ofctl_strip
+from harness.ifstatus import read_interface
 from harness.records import Step
 from harness.vsctl import add_port, set_interface
 from harness.wait import WaitTimeout, settled, wait_until
@@ -163,7 +164,7 @@ class Wire:
         self.p1, self.p0, self.p2 = Sniffer(ns1, "p1"), Sniffer(ns0, "p0"), Sniffer(t.host, "p2")
         t.env.cleanup.defer("close the captures", self.close)
         # A veth offers no tunnel offloads: what the underlay port has for plain packets.
-        self.tx = TxOffloads(tx_from_status(interface_status(t.sb, "ovs-p0"))[0].advertised)
+        self.tx = TxOffloads(tx_from_status(read_interface(t.sb, "ovs-p0").status)[0].advertised)
         self.spec = TunnelSpec("gre", "172.31.1.100", "172.31.1.1", UNDERLAY_MAC, NS0_MAC,
                                key=None, csum=False)
 

@@ -28,6 +28,7 @@ from fixtures.tunnel import FALLBACK_TUNNELS, fallback_spec
 from fixtures.upstream_tso_vectors import FRAMES, V4_BIG, V4_SEGS, V6_BIG, V6_SEGS, expand
 from harness.control import check
 from harness.filters import strip_stats, strip_used
+from harness.ifstatus import read_interface
 from harness.pcap import PcapReader, read_all
 from harness.records import CaseRecord
 from harness.sandbox import Sandbox
@@ -59,10 +60,6 @@ def grow_frame(length: int) -> bytes:
 def receive(sb: Sandbox, port: str, flow: str, *length: str):  # type: ignore[no-untyped-def]
     """The send of send_and_expect: upstream's netdev-dummy/receive of an ODP flow."""
     return lambda _frames: check(sb.appctl("netdev-dummy/receive", port, flow, *length))
-
-
-def db_statistic(sb: Sandbox, port: str, key: str) -> str:
-    return check(sb.vsctl("get", "interface", port, f"statistics:{key}")).stdout
 
 
 def statistics_update(sb: Sandbox) -> None:
@@ -219,7 +216,7 @@ def test_tso_batch_grow_sequence(sandbox: Sandbox, case_record: CaseRecord,
     statistics_update(sb)
     check(sb.vsctl("wait-until", "interface", "p1", "statistics:rx_packets=1"))
     coverage(sb, netdev_received=1, dp_packet_batch_grow=1, dp_packet_gso=1, netdev_sent=1)
-    assert db_statistic(sb, "p2", "tx_packets") == "35\n"
+    assert read_interface(sb, "p2").statistics.tx_packets == 35
     sb.expected_batch_grow = 1
 
 
@@ -289,5 +286,5 @@ def test_tso_dual_tunnel_encap_sequence(sandbox: Sandbox, case_record: CaseRecor
                  dp_packet_batch_grow=grow)
         if grow:
             coverage(sb, dpif_netdev_output_grow_queues=1)
-        assert db_statistic(sb, "p3", "tx_packets") == f"{sent}\n"
+        assert read_interface(sb, "p3").statistics.tx_packets == sent
     sb.expected_batch_grow = 2

@@ -32,6 +32,7 @@ from datapath.model.actions import output
 from datapath.offloads import TxOffloads
 from harness.control import check
 from harness.dpflows import installed, wait_retranslated
+from harness.ifstatus import Statistics, read_interface
 from harness.pcap import PcapReader
 from harness.records import CaseRecord, Step
 from harness.sandbox import Sandbox
@@ -68,8 +69,10 @@ def sent_by_p2(sb: Sandbox) -> int:
     return sb.port_stats().get("p2", {}).get("tx_packets", 0)
 
 
-def statistic(sb: Sandbox, key: str) -> int:
-    return int(check(sb.vsctl("get", "Interface", "p2", f"statistics:{key}")).stdout.strip())
+def p2_statistics(sb: Sandbox) -> Statistics | None:
+    """p2's Interface statistics once they count the 128 packets sent."""
+    stats = read_interface(sb, "p2").statistics
+    return stats if stats.tx_packets == 128 else None
 
 
 def steering_round(sb: Sandbox, mode: str, rx_pcap: PcapReader, n: int,
@@ -94,10 +97,11 @@ def steering_round(sb: Sandbox, mode: str, rx_pcap: PcapReader, n: int,
     expect_frames(p2, expected, sent=sent, rx_name="p1", title=f"tx-steering={mode}",
                   steps=steps, done=lambda: sent_by_p2(sb) >= 128)
     check(sb.appctl("time/warp", "5000"))  # the statistics update, now rather than in 5 s
-    wait_until(lambda: statistic(sb, "tx_packets") == 128, 10,
-               what="statistics:tx_packets=128 in the database")
-    check(sb.vsctl("get", "Interface", "p2", "statistics"))
-    return statistic(sb, "tx_q0_packets"), statistic(sb, "tx_q1_packets")
+    got = wait_until(lambda: p2_statistics(sb), 10,
+                     what="statistics:tx_packets=128 in the database",
+                     describe=lambda: str(read_interface(sb, "p2")))
+    assert got is not None  # wait_until returns the first truthy value
+    return got.raw["tx_q0_packets"], got.raw["tx_q1_packets"]
 
 
 @pytest.mark.upstream("dpif-netdev - tx packet steering")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from datapath.backends import dpdk, tap
 from datapath.backends.env import RealEnv
-from datapath.backends.kernel import interface_status
 from datapath.backends.vhost import VhostUserClientPort
 from harness.control import Transcript, check
+from harness.ifstatus import read_interface
 from harness.install import OvsInstall
 from harness.pcap import write_pcap
 from harness.pmdstats import parse_pmd_stats
@@ -93,7 +93,7 @@ class OvsSide(Side):
         assert self.env is not None
         sb = self.env.sb
         for name in self.ports:
-            wait_until(lambda name=name: interface_status(sb, name).get("status")  # type: ignore[misc]
+            wait_until(lambda name=name: read_interface(sb, name).status.connection  # type: ignore[misc]
                        == "connected", 30, what=f"vhost-user port {name} to connect")
 
     def _build_kernel(self) -> None:
@@ -139,8 +139,8 @@ class OvsSide(Side):
     def _check_xdp(self, name: str) -> None:
         """The port must run in the mode asked for: OVS reports it in the status."""
         assert self.env is not None
-        status = interface_status(self.env.sb, name)
-        used = status.get("xdp-mode", "")
+        status = read_interface(self.env.sb, name).status
+        used = status.xdp_mode or ""
         if used != self.kind.xdp_mode:
             raise Unavailable(f"AF_XDP port {name} asked for xdp-mode={self.kind.xdp_mode} "
                               f"but runs in '{used or 'no mode'}' (status {status})")

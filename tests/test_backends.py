@@ -33,6 +33,7 @@ from fixtures.capabilities import unavailable
 from fixtures.frames import MICROGRAM, OPT_PKT, compose, with_ip_csum_flipped, with_l4_csum
 from harness import teardown_trace
 from harness.control import Result
+from harness.ifstatus import TX_OFFLOAD_KEYS, Status
 from harness.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,19 +124,20 @@ def test_dp_port_stats_survives_ovs_missing_line_break() -> None:
 def test_tx_from_status() -> None:
     status = {"tx_ip_csum_offload": "true", "tx_tcp_csum_offload": "true",
               "tx_udp_csum_offload": "true", "tx_tcp_seg_offload": "false"}
-    assert tx_from_status(status) == (TxOffloads(frozenset({"ip", "l4"})), False)
+    assert tx_from_status(_parsed(status)) == (TxOffloads(frozenset({"ip", "l4"})), False)
     status["tx_udp_csum_offload"] = "false"  # TCP alone is not the model's "l4"
-    assert tx_from_status(status)[0] == TxOffloads(frozenset({"ip"}))
-    assert tx_from_status({}) == (TxOffloads(), False)
+    assert tx_from_status(_parsed(status))[0] == TxOffloads(frozenset({"ip"}))
+    assert tx_from_status(_parsed({})) == (TxOffloads(), False)
+
+
+def _parsed(status: dict[str, str]) -> Status:
+    """A status column as ovs-vsctl prints it, parsed."""
+    return Status.parse("{" + ", ".join(f"{k}={v}" for k, v in status.items()) + "}")
 
 
 def _status(**on: bool) -> dict[str, str]:
-    keys = ("tx_ip_csum_offload", "tx_tcp_csum_offload", "tx_udp_csum_offload",
-            "tx_sctp_csum_offload", "tx_out_ip_csum_offload", "tx_out_udp_csum_offload",
-            "tx_tcp_seg_offload", "tx_vxlan_tso_offload", "tx_geneve_tso_offload",
-            "tx_gre_tso_offload")
     return {k: "true" if on.get(k.removeprefix("tx_").removesuffix("_offload")) else "false"
-            for k in keys}
+            for k in TX_OFFLOAD_KEYS}
 
 
 def test_offload_mismatch_is_a_failure_naming_both_sides() -> None:
@@ -144,27 +146,27 @@ def test_offload_mismatch_is_a_failure_naming_both_sides() -> None:
     with OVS's keys and the device's side in the message."""
     caps = {"IPV4_CKSUM", "TCP_CKSUM", "UDP_CKSUM", "TCP_TSO"}
     csum = _status(ip_csum=True, tcp_csum=True, udp_csum=True)
-    check_dpdk("p1", csum, caps, userspace_tso=False)
-    check_dpdk("p1", {**csum, "tx_tcp_seg_offload": "true"}, caps, userspace_tso=True)
+    check_dpdk("p1", _parsed(csum), caps, userspace_tso=False)
+    check_dpdk("p1", _parsed({**csum, "tx_tcp_seg_offload": "true"}), caps, userspace_tso=True)
     with pytest.raises(OffloadMismatch, match=r"(?s)tx_tcp_seg_offload: OVS says true, the "
                        r"driver offers TCP_TSO \(userspace TSO off\).*OVS \(Interface status\)"
                        r".*device: tx_offload capabilities IPV4_CKSUM TCP_CKSUM TCP_TSO"):
-        check_dpdk("p1", {**csum, "tx_tcp_seg_offload": "true"}, caps, userspace_tso=False)
+        check_dpdk("p1", _parsed({**csum, "tx_tcp_seg_offload": "true"}), caps, userspace_tso=False)
     with pytest.raises(OffloadMismatch, match="tx_udp_csum_offload: OVS says false, the "
                        "driver offers UDP_CKSUM"):
-        check_dpdk("p1", {**csum, "tx_udp_csum_offload": "false"}, caps, userspace_tso=False)
+        check_dpdk("p1", _parsed({**csum, "tx_udp_csum_offload": "false"}), caps, userspace_tso=False)
     guest = {"features": f"{1 << 1 | 1 << 7 | 1 << 8 | 1 << 32:#x}"}
-    check_vhost("v1", {**guest, **_status(tcp_csum=True, udp_csum=True)}, userspace_tso=False)
+    check_vhost("v1", _parsed({**guest, **_status(tcp_csum=True, udp_csum=True)}), userspace_tso=False)
     with pytest.raises(OffloadMismatch, match=r"tx_tcp_csum_offload: OVS says true, the "
                        r"negotiated features do not allow it.*\n.*\n.*\n.*no guest offloads"):
-        check_vhost("v1", {"features": "0x100000000", **_status(tcp_csum=True, udp_csum=True)},
+        check_vhost("v1", _parsed({"features": "0x100000000", **_status(tcp_csum=True, udp_csum=True)}),
                     userspace_tso=False)
     feats = {"tx-checksum-ip-generic": True, "tx-tcp-segmentation": True}
-    check_kernel("p2", _status(tcp_csum=True, udp_csum=True, tcp_seg=True), feats, True)
-    check_kernel("p2", _status(), feats, False)
+    check_kernel("p2", _parsed(_status(tcp_csum=True, udp_csum=True, tcp_seg=True)), feats, True)
+    check_kernel("p2", _parsed(_status()), feats, False)
     with pytest.raises(OffloadMismatch, match=r"tx_tcp_csum_offload: OVS says true, expected "
                        r"false(?s:.*)ethtool -k: .*userspace TSO off"):
-        check_kernel("p2", _status(tcp_csum=True, udp_csum=True), feats, False)
+        check_kernel("p2", _parsed(_status(tcp_csum=True, udp_csum=True)), feats, False)
 
 
 class StubPort(KernelPort):

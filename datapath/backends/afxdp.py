@@ -36,10 +36,11 @@ import tempfile
 from pathlib import Path
 
 from datapath.backends.base import BackendError
-from datapath.backends.kernel import KernelPort, interface_status, tx_from_status
+from datapath.backends.kernel import KernelPort, tx_from_status
 from datapath.backends.netns import KernelSide, Netns, link_mac
 from datapath.offloads import RxFlags
 from harness.control import check
+from harness.ifstatus import Status, read_interface
 from harness.install import OvsInstall, program_files
 from harness.sandbox import Sandbox, SandboxOptions
 
@@ -190,15 +191,15 @@ class AfxdpPort(KernelPort):
         self.read_status()
         self.kernel = KernelSide(peer, self.peer_if, ignore_src=(link_mac(switch_ns, name),))
 
-    def read_status(self) -> dict[str, str]:
-        self.status = interface_status(self.sb, self.name)
+    def read_status(self) -> Status:
+        self.status = read_interface(self.sb, self.name).status
         self.tx, self.tso = tx_from_status(self.status)
         return self.status
 
     @property
     def xdp_mode(self) -> str:
         """The mode OVS says is in use (Interface status xdp-mode)."""
-        return self.status.get("xdp-mode", "")
+        return self.status.xdp_mode or ""
 
     def kernel_mode(self) -> str:
         return kernel_xdp_mode(self.switch_ns, self.name)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from datapath.backends.kernel import MOVED_DEVICE_LOG, KernelPort, interface_status, tx_from_status
+from datapath.backends.kernel import MOVED_DEVICE_LOG, KernelPort, tx_from_status
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model import csum
 from datapath.model.packet import (
@@ -41,6 +41,7 @@ from datapath.model.packet import (
 )
 from datapath.offloads import CsumState, RxFlags
 from harness.control import check
+from harness.ifstatus import read_interface
 from harness.install import OvsInstall
 from harness.pcap import PcapError, PcapReader, write_pcap
 from harness.sandbox import Sandbox, SandboxOptions
@@ -158,9 +159,9 @@ class DpdkTapPort(KernelPort):
         check(sb.vsctl(*add_port(bridge, name, type="dpdk",
                                  options={"dpdk-devargs": f"{self.vdev},iface={name}", "n_rxq": 2},
                                  ofport_request=ofport)))
-        self.status = interface_status(sb, name)
+        self.status = read_interface(sb, name).status
         self.tx, self.tso = tx_from_status(self.status)
-        self.rx_csum = self.status.get("rx_csum_offload") == "true"
+        self.rx_csum = self.status.rx_csum_offload is True
         switch_ns.ip("link", "set", name, "netns", peer.name)
         peer.ip("link", "set", name, "up")
         self.kernel = KernelSide(peer, name)
@@ -206,7 +207,7 @@ class DpdkPcapPort(KernelPort):
                                       ofport_request=self.ofport)))
         self._reader = PcapReader(self.tx_file)
         self._pending: list[bytes] = []
-        self.status = interface_status(self.sb, self.name)
+        self.status = read_interface(self.sb, self.name).status
         self.tx, self.tso = tx_from_status(self.status)
 
     def send(self, frames: list[bytes]) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from datapath.backends.base import BackendError
 from datapath.offloads import RxFlags, TxOffloads
 from harness.control import check
+from harness.ifstatus import Status, read_interface
 from harness.pcap import PcapReader
 from harness.sandbox import Sandbox
 from harness.vsctl import add_port, set_interface
@@ -82,20 +83,9 @@ class DummyPort:
     def rx_count(self) -> int:
         return self.sb.port_stats().get(self.name, {}).get("rx_packets", 0)
 
-    def status(self) -> dict[str, str]:
+    def status(self) -> Status:
         """The Interface status column (tx_*_offload keys and the like)."""
-        out = check(self.sb.vsctl("get", "Interface", self.name, "status")).stdout
-        return parse_ovsdb_map(out)
-
-
-def parse_ovsdb_map(text: str) -> dict[str, str]:
-    """Parse ovs-vsctl's '{k="v", k2=v2}' map output."""
-    import re
-    body = text.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        raise ValueError(f"not an OVSDB map: {text!r}")
-    return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
-            for m in re.finditer(r'([\w:.-]+)=(?:"((?:[^"\\]|\\.)*)"|([^,}\s]+))', body)}
+        return read_interface(self.sb, self.name).status
 
 
 def wait_connected(sandbox: Sandbox, *names: str, timeout: float = 10.0) -> None:

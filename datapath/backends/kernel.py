@@ -13,11 +13,11 @@ import struct
 from dataclasses import dataclass, field
 
 from datapath.backends.base import BackendError
-from datapath.backends.dummy import parse_ovsdb_map
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model.packet import parse_layer
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
+from harness.ifstatus import Status
 from harness.pmdstats import parse_pmd_stats, total
 from harness.sandbox import Sandbox
 
@@ -55,26 +55,18 @@ def datapath_rx_packets(sb: Sandbox) -> int:
     return total(parse_pmd_stats(check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout), "rx")
 
 
-def interface_status(sb: Sandbox, name: str) -> dict[str, str]:
-    """An Interface's status column, as a dict."""
-    out = check(sb.vsctl("--format=json", "get", "Interface", name, "status")).stdout
-    return parse_ovsdb_map(out)
-
-
-def tx_from_status(status: dict[str, str]) -> tuple[TxOffloads, bool]:
+def tx_from_status(status: Status) -> tuple[TxOffloads, bool]:
     """(tx checksum offloads, TSO) as the Interface status column reports them."""
-    def on(key: str) -> bool:
-        return status.get(f"tx_{key}_offload") == "true"
     adv = set()
-    if on("ip_csum"):
+    if status.tx_ip_csum_offload:
         adv.add("ip")
-    if on("tcp_csum") and on("udp_csum"):
+    if status.tx_tcp_csum_offload and status.tx_udp_csum_offload:
         adv.add("l4")
-    if on("out_ip_csum"):
+    if status.tx_out_ip_csum_offload:
         adv.add("out_ip")
-    if on("out_udp_csum"):
+    if status.tx_out_udp_csum_offload:
         adv.add("out_udp")
-    return TxOffloads(frozenset(adv)), on("tcp_seg")
+    return TxOffloads(frozenset(adv)), status.tx_tcp_seg_offload is True
 
 
 def flags_text(rx: RxFlags) -> str:
@@ -116,7 +108,7 @@ class KernelPort:
         self.tx = TxOffloads()  # what was negotiated
         self.tso = False
         self.requested_tx = TxOffloads()
-        self.status: dict[str, str] = {}
+        self.status = Status.parse("{}")
 
     # -- Port interface ------------------------------------------------------
 

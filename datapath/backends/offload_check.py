@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+from harness.ifstatus import Status
+
 # DPDK tx offload capability -> the Interface status key OVS reports it under.
 DPDK_TX_KEYS = {
     "IPV4_CKSUM": "tx_ip_csum_offload",
@@ -41,15 +43,19 @@ class OffloadMismatch(AssertionError):
     kernel ethtool features) negotiated; says both."""
 
 
-def _report(port: str, lines: list[str], ovs: dict[str, str], device: str) -> None:
+def _said(value: bool | None) -> str:
+    return "(no key)" if value is None else str(value).lower()
+
+
+def _report(port: str, lines: list[str], ovs: Status, device: str) -> None:
     if lines:
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(ovs.items()) if k.startswith("tx_"))
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(ovs.raw.items()) if k.startswith("tx_"))
         raise OffloadMismatch(f"offload mismatch on {port}:\n  " + "\n  ".join(lines)
                               + f"\n  OVS (Interface status): {shown or '(no tx_* keys)'}"
                               + f"\n  device: {device}")
 
 
-def check_dpdk(port: str, status: dict[str, str], capabilities: Iterable[str],
+def check_dpdk(port: str, status: Status, capabilities: Iterable[str],
                userspace_tso: bool) -> None:
     """A DPDK port: each offload the driver offers is in use (TSO ones only with
     userspace TSO), and OVS claims none the driver lacks."""
@@ -57,20 +63,20 @@ def check_dpdk(port: str, status: dict[str, str], capabilities: Iterable[str],
     lines = []
     for cap, key in DPDK_TX_KEYS.items():
         want = cap in caps and (userspace_tso or key not in TSO_KEYS)
-        got = status.get(key)
-        if got != ("true" if want else "false"):
-            lines.append(f"{key}: OVS says {got}, the driver "
+        got = status.tx_offload(key)
+        if got is not want:
+            lines.append(f"{key}: OVS says {_said(got)}, the driver "
                          f"{'offers' if cap in caps else 'lacks'} {cap}"
                          + ("" if key not in TSO_KEYS else
                             f" (userspace TSO {'on' if userspace_tso else 'off'})"))
     _report(port, lines, status, "tx_offload capabilities " + " ".join(sorted(caps)))
 
 
-def check_vhost(port: str, status: dict[str, str], userspace_tso: bool) -> None:
+def check_vhost(port: str, status: Status, userspace_tso: bool) -> None:
     """A vhost-user port: OVS may leave TCP/UDP checksums to the guest only if
     the guest negotiated VIRTIO_NET_F_GUEST_CSUM, and TSO only with GUEST_TSO4
     and GUEST_TSO6 (and userspace TSO); it must use what was negotiated."""
-    features = int(status.get("features", "0"), 16)
+    features = status.features or 0
 
     def has(bit: int) -> bool:
         return bool(features >> bit & 1)
@@ -78,9 +84,9 @@ def check_vhost(port: str, status: dict[str, str], userspace_tso: bool) -> None:
             "tx_udp_csum_offload": has(VIRTIO_NET_F_GUEST_CSUM),
             "tx_tcp_seg_offload": userspace_tso and has(VIRTIO_NET_F_GUEST_CSUM)
             and has(VIRTIO_NET_F_GUEST_TSO4) and has(VIRTIO_NET_F_GUEST_TSO6)}
-    lines = [f"{key}: OVS says {status.get(key)}, the negotiated features "
+    lines = [f"{key}: OVS says {_said(status.tx_offload(key))}, the negotiated features "
              f"{'allow' if on else 'do not allow'} it"
-             for key, on in want.items() if status.get(key) != ("true" if on else "false")]
+             for key, on in want.items() if status.tx_offload(key) is not on]
     names = [n for bit, n in ((VIRTIO_NET_F_GUEST_CSUM, "GUEST_CSUM"),
                               (VIRTIO_NET_F_GUEST_TSO4, "GUEST_TSO4"),
                               (VIRTIO_NET_F_GUEST_TSO6, "GUEST_TSO6")) if has(bit)]
@@ -88,7 +94,7 @@ def check_vhost(port: str, status: dict[str, str], userspace_tso: bool) -> None:
             f"({', '.join(names) or 'no guest offloads'})")
 
 
-def check_kernel(port: str, status: dict[str, str], features: dict[str, bool],
+def check_kernel(port: str, status: Status, features: dict[str, bool],
                  userspace_tso: bool) -> None:
     """A system port on a kernel device: with userspace TSO (the AF_PACKET socket
     then carries a virtio-net header) TCP/UDP checksum offload follows
@@ -98,8 +104,8 @@ def check_kernel(port: str, status: dict[str, str], features: dict[str, bool],
     want = {"tx_ip_csum_offload": False, "tx_tcp_csum_offload": csum,
             "tx_udp_csum_offload": csum,
             "tx_tcp_seg_offload": csum and features.get("tx-tcp-segmentation", False)}
-    lines = [f"{key}: OVS says {status.get(key)}, expected {'true' if on else 'false'}"
-             for key, on in want.items() if status.get(key) != ("true" if on else "false")]
+    lines = [f"{key}: OVS says {_said(status.tx_offload(key))}, expected {_said(on)}"
+             for key, on in want.items() if status.tx_offload(key) is not on]
     shown = {k: v for k, v in features.items() if k.startswith(("tx-checksum", "tx-tcp"))}
     _report(port, lines, status, f"ethtool -k: {shown}; userspace TSO "
             f"{'on' if userspace_tso else 'off'}")

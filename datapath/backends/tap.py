@@ -23,13 +23,13 @@ from datapath.backends.kernel import (
     MOVED_DEVICE_LOG,
     KernelPort,
     datapath_rx_packets,
-    interface_status,
     tx_from_status,
 )
 from datapath.backends.netns import KernelSide, Netns, ethtool_features, l4_offsets, link_mac
 from datapath.backends.offload_check import OffloadMismatch
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from harness.control import check
+from harness.ifstatus import read_interface
 from harness.sandbox import Sandbox, SandboxOptions
 from harness.vsctl import add_port
 
@@ -73,7 +73,7 @@ class TapPort(KernelPort):
         self.tso = self.features.get("tx-tcp-segmentation", False)
         # OVS 4.0 gives tap ports no tx_*_offload status keys (dpif_port_add()
         # skips netdev_set_dpif_type() for them); kept as evidence all the same.
-        self.status = interface_status(sb, name)
+        self.status = read_interface(sb, name).status
         switch_ns.ip("link", "set", name, "netns", peer.name)
         peer.ip("link", "set", name, "up")
         self.kernel = KernelSide(peer, name)
@@ -132,7 +132,7 @@ class VethPort(KernelPort):
 
     def _add(self) -> None:
         check(self.sb.vsctl(*add_port(self.bridge, self.name, ofport_request=self.ofport)))
-        self.status = interface_status(self.sb, self.name)
+        self.status = read_interface(self.sb, self.name).status
         self.tx, self.tso = tx_from_status(self.status)
 
     def apply_tx(self, tx: TxOffloads) -> None:

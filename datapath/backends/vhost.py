@@ -19,10 +19,11 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from datapath.backends.kernel import interface_status, tx_from_status
+from datapath.backends.kernel import tx_from_status
 from datapath.backends.testpmd import FwdMode, TestPmd
 from datapath.offloads import RxFlags, TxOffloads
 from harness.control import check
+from harness.ifstatus import Status, read_interface
 from harness.pcap import PcapReader, read_all, write_pcap
 from harness.sandbox import Sandbox
 from harness.vsctl import add_port
@@ -53,12 +54,12 @@ class VhostUserClientPort:
         self.socket_path = socket_path
         check(sb.vsctl(*add_port(bridge, name, type="dpdkvhostuserclient",
                                  options={"vhost-server-path": socket_path}, ofport_request=ofport)))
-        self.status: dict[str, str] = {}
+        self.status = Status.parse("{}")
 
-    def wait_connected(self, timeout: float = 20.0) -> dict[str, str]:
+    def wait_connected(self, timeout: float = 20.0) -> Status:
         def connected() -> bool:
-            self.status = interface_status(self.sb, self.name)
-            return self.status.get("status") == "connected"
+            self.status = read_interface(self.sb, self.name).status
+            return self.status.connection == "connected"
         wait_until(connected, timeout, what=f"vhost-user port {self.name} to connect",
                    describe=lambda: f"status {self.status}")
         return self.status
