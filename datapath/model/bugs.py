@@ -291,10 +291,10 @@ GRE_SEQ_SHARED = OvsBug(
     "atomic_count_inc(&dev->gre_seqno) on the netdev of the tnl_push's datapath port",
     cls="by-design", severity="cosmetic", root_cause="gre-seq-per-datapath-port",
     real_ports=(RealPort("any", "two GRE tunnel ports with seq=true, or two ERSPAN "
-                         "sessions, on one datapath tunnel port; from the sources: shown on "
-                         "netdev-dummy ports only (cases/test_tunnel_push_pop.py, the ERSPAN "
-                         "test); no case sends it from a veth yet, though the machine could "
-                         "(OVS's userspace GRE push needs no kernel GRE device)"),),
+                         "sessions, on one datapath tunnel port; here two GRE ports out of a "
+                         "veth underlay (OVS's userspace push, no kernel GRE device)",
+                         "--backend tap cases/test_system_traffic_gre_seq.py::"
+                         "test_gre_seq_per_tunnel_port"),),
     why="Linux's kernel datapath does the same: its collect_md GRE/ERSPAN devices take "
         "one counter per device (net/ipv4/ip_gre.c gre_fb_xmit(), erspan_fb_xmit(): "
         "tunnel->o_seqno); RFC 2890 §2.2 receivers accept gaps; it diverges from the "
