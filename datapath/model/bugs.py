@@ -293,7 +293,7 @@ GRE_SEQ_SHARED = OvsBug(
     real_ports=(RealPort("any", "two GRE tunnel ports with seq=true, or two ERSPAN "
                          "sessions, on one datapath tunnel port; here two GRE ports out of a "
                          "veth underlay (OVS's userspace push, no kernel GRE device)",
-                         "--backend tap cases/test_system_traffic_gre_seq.py::"
+                         "--backend tap cases/test_system_traffic_gre_state.py::"
                          "test_gre_seq_per_tunnel_port"),),
     why="Linux's kernel datapath does the same: its collect_md GRE/ERSPAN devices take "
         "one counter per device (net/ipv4/ip_gre.c gre_fb_xmit(), erspan_fb_xmit(): "
@@ -313,9 +313,9 @@ NEIGH_SNOOP_CACHED = OvsBug(
     cls="by-design", severity="corrupts data on the wire", root_cause="neigh-snoop-slow-path",
     real_ports=(RealPort("any", "an ARP reply that matches an installed datapath flow, "
                          "after a tunnel packet from the same address re-pointed the "
-                         "neighbour entry; from the sources: shown on netdev-dummy ports "
-                         "only (cases/test_tunnel_push_pop.py, the ERSPAN test); no case "
-                         "sends it from a veth yet, though the machine could"),),
+                         "neighbour entry; here both from a veth (the GRE underlay)",
+                         "--backend tap cases/test_system_traffic_gre_state.py::"
+                         "test_tunnel_neighbour_after_cached_arp_reply"),),
     why="snooping only in the slow path is how the tunnel neighbour cache is designed "
         "(ofproto-dpif-xlate.c); the window is narrow: a reply from the same sender that "
         "hits a cached flow right after a tunnel packet re-pointed the entry, until the "
