@@ -140,9 +140,10 @@ GRE_CSUM_AT_PUSH = OvsBug(
                          "with csum", "--backend tap cases/test_edges.py::"
                          "test_l4_partial_into_tunnel[udp_odd-in4-gre-ul4-csum_on]"),
                 RealPort("tap", LINUX_PARTIAL + "; " + TAP_RIG),
-                RealPort("vhost-user", VHOST_PARTIAL + "; from the sources: no case here "
-                         "pushes a guest's packet into GRE (the vhost-user tunnel rig of "
-                         "cases/test_vhost_guest_crash.py is VXLAN)")))
+                RealPort("vhost-user", VHOST_PARTIAL + " (dpdk-testpmd's csum engine), NATed "
+                         "and pushed into GRE with csum out of net_pcap",
+                         "--backend dpdk cases/test_vhost_guest_crash.py::"
+                         "test_guest_udp_nat_into_gre_csum")))
 
 L4_PARTIAL_NOT_TCP_UDP = OvsBug(
     "l4-partial-assert",
@@ -262,8 +263,9 @@ IPV6_EXT_PSEUDO_HEADER = OvsBug(
                          "--backend tap cases/test_csum_offload.py::"
                          "test_l4_partial_behind_ipv6_extension_header[ext_dst_udp]"),
                 RealPort("vhost-user", VHOST_PARTIAL + "; rte_net_get_ptype() walks "
-                         "the extension headers; from the sources: no case here sends a "
-                         "guest's IPv6 packet with an extension header")))
+                         "the extension headers (dpdk-testpmd's csum engine, out of net_pcap)",
+                         "--backend dpdk cases/test_vhost_guest_crash.py::"
+                         "test_guest_udp_behind_ipv6_extension_header")))
 
 IPV4_LATER_FRAGMENT = OvsBug(
     "ipv4-later-fragment-rewrite",
