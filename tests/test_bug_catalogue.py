@@ -42,6 +42,8 @@ def node_id(case: str) -> str:
     assert match, f"not a [--backend NAME] node id: {case!r}"
     assert match.group(1) in (None, *ALL_BACKENDS), case
     assert match.group(1) != "dummy", f"netdev-dummy is no real port: {case!r}"
+    port = bugs.RealPort("any", "-", case)
+    assert (port.backend or None, port.node_id) == (match.group(1), match.group(2))
     return match.group(2)
 
 

@@ -79,8 +79,21 @@ class RealPort(_Record):
         object.__setattr__(self, "how", how)
         object.__setattr__(self, "case", case)
 
+    @property
+    def node_id(self) -> str:
+        """The case's pytest node id, without the backend it runs with."""
+        return self.case.split()[-1] if self.case else ""
+
+    @property
+    def backend(self) -> str:
+        """The --backend the case runs on real ports with ("" where any does)."""
+        words = self.case.split()
+        return words[1] if len(words) == 3 and words[0] == "--backend" else ""
+
     def text(self) -> str:
-        return f"{self.kind} ({self.how}; " + (f"shown by {self.case})" if self.case
+        shown = f"shown by {self.node_id}" + (f" with --backend {self.backend}"
+                                              if self.backend else "")
+        return f"{self.kind} ({self.how}; " + (f"{shown})" if self.case
                                                else "not shown by a case yet)")
 
 
@@ -165,7 +178,8 @@ L4_PARTIAL_NOT_TCP_UDP = OvsBug(
         "the abort comes once the port has a non-simple megaflow (before that, "
         "dfc_processing()'s simple-match pre-parse, parse_tcp_flags(), sets the TCP flag "
         "for any 20 bytes): a guest-triggerable abort",
-        "cases/test_vhost_guest_crash.py::test_guest_tcp_short_data_offset[doff4]"),),
+        "--backend dpdk cases/test_vhost_guest_crash.py::"
+        "test_guest_tcp_short_data_offset[doff4]"),),
     why="netdev-dummy's ol_l4_rx_csum_set_partial marks every packet partial (ICMP, ARP); "
         "netdev-linux marks a packet partial only for TCP/UDP/SCTP at OVS's L4 offset and "
         "checksums any other in software, so tap/veth cannot reach it")
@@ -189,7 +203,8 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
         "would too (DPDK 25.11's vhost library copies gso_size unchecked), but testpmd sets "
         "TSO only above one segment of payload, and an Ethernet trailer is segmented as "
         "payload",
-        "cases/test_vhost_guest_crash.py::test_guest_tso_truncated_into_vxlan_csum[cut200]"),),
+        "--backend dpdk cases/test_vhost_guest_crash.py::"
+        "test_guest_tso_truncated_into_vxlan_csum[cut200]"),),
     why="dp_packet_gso__() returns for n_segs <= 1 without clearing the segment size; "
         "a Linux sender never makes such a packet itself (the TCP stack sets gso only above "
         "one MSS); output(max_len) cutting a TSO packet below one segment makes one, which "
@@ -210,8 +225,9 @@ TSO_EMPTY_TUNNEL_CSUM = OvsBug(
         "vhost-user", "from the sources: a guest's TSO packet without TCP payload (a bare "
         "ACK with gso_size), which DPDK 25.11's vhost library passes on; no case here: "
         "dpdk-testpmd's csum engine sets TSO only on a frame longer than its headers plus "
-        "one segment, and no case cuts a guest's TSO packet to its headers "
-        "(output max_len) into VXLAN with csum"),),
+        "one segment, and the other way, output(max_len) cutting a guest's TSO packet to "
+        "its headers into VXLAN with csum, the model does not judge (datapath/model/cut.py "
+        "raises NotImplementedError for output max_len of a TSO packet)"),),
     why="the same cause as tso-short-tunnel-assert: dp_packet_gso__() leaves the segment "
         "size on a packet it does not segment; with no payload dp_packet_gso_nr_segs() is 0, "
         "so the assert holds and the adjustment goes through")
@@ -342,7 +358,7 @@ TRUNC_PENDING_CSUM = OvsBug(
     cls="by-design", severity="cosmetic", root_cause="cutlen-keeps-offload-flags",
     real_ports=(RealPort("veth", "a Linux sender's UDP checksum left to the NIC "
                          "(system-traffic.at's truncate test, tso flavour)",
-                         "cases/test_system_traffic_truncate.py::"
+                         "--backend tap cases/test_system_traffic_truncate.py::"
                          "test_truncate_and_output_to_gre_by_simulated_packets[tso]"),
                 RealPort("tap", "the same, to a veth without tx checksumming",
                          "--backend tap cases/test_truncate.py::"
