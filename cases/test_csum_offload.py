@@ -15,6 +15,7 @@ import pytest
 
 from datapath.model.actions import mod_nw_dst, mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
+from fixtures.edges import EDGES
 from fixtures.frames import (
     MICROGRAM,
     OPT_PKT,
@@ -95,6 +96,20 @@ def test_l4_csum_offload(two_ports_shared, l4: str, ipv: int, tx: TxOffloads, st
     actions = [mod_tp_dst(2222), output("p2")]
     two_ports_shared.flow(f"in_port=p1,{l4}{'6' if ipv == 6 else ''}", actions)
     two_ports_shared.forward([frame], actions, rx=RxFlags(l4=state), tx=tx)
+
+
+@pytest.mark.parametrize("edge", ["ext_hbh_tcp", "ext_dst_udp"])
+def test_l4_partial_behind_ipv6_extension_header(two_ports_shared, edge: str) -> None:
+    """Beyond upstream: a TCP (after hop-by-hop options) or UDP (after destination
+    options) checksum handed over partial, sent to a port that completes nothing.
+    Verifies the frame OVS completes: its pseudo-header carries the upper-layer
+    protocol, 6 or 17, not the IPv6 header's Next Header (RFC 8200 §8.1).  (OVS
+    4.0.0 takes the Next Header: known bug ipv6-ext-pseudo-header, xfail until
+    fixed)."""
+    actions = [output("p2")]
+    two_ports_shared.flow("in_port=p1", actions)
+    two_ports_shared.forward([EDGES[edge](6)], actions, rx=RxFlags(l4=CsumState.PARTIAL),
+                             tx=TxOffloads())
 
 
 @pytest.mark.upstream("dpif-netdev - tcp csum offload (simple match)")

@@ -18,7 +18,7 @@ from datapath.model.actions import PushTunnel, mod_nw_dst, mod_tp_dst, output
 from datapath.offloads import CsumState, RxFlags, TxOffloads
 from fixtures.edges import EDGES, IP_FLAGS_ONLY, NEW_DST4, NEW_PORT, VERSIONS, ip_proto_of
 from fixtures.frames import tso_frame
-from fixtures.tunnel import TUNNEL_OFPORT, spec
+from fixtures.tunnel import TUNNEL_OFPORT, csum_id, spec
 
 TOPOLOGIES = ["plain", "vxlan-ul4", "gre-ul6"]
 TXS = [TxOffloads.parse(s) for s in ("none", "ip,l4,out_ip,out_udp",
@@ -85,3 +85,35 @@ def test_tso_flags_and_sizes(tunnel_rig, flags: str, size: int, topology: str,
     frame = tso_frame(inner, size, flags=flags + ("A" if "A" not in flags else ""), seq=1000)
     rx = RxFlags(l4=CsumState.PARTIAL, tso_segsz=500)
     send(tunnel_rig, topology, "in_port=p1", [], [frame], rx, TxOffloads())
+
+
+# A TCP/UDP checksum left to the NIC (L4 partial and no IP flag: what a Linux
+# sender's veth or tap hands over, virtio NEEDS_CSUM), pushed into a tunnel out
+# of a port that completes nothing.  On the tap backend p1 is a veth.
+L4_PARTIAL_TUNNEL = [pytest.param(edge, ipv, topo, on, id=f"{edge}-in{ipv}-{topo}-{csum_id(on)}")
+                     for edge, ipv, topo, on in (("udp_odd", 4, "gre-ul4", True),
+                                                 ("tcp_odd", 4, "gre-ul4", True),
+                                                 ("ext_dst_udp", 6, "gre-ul4", False),
+                                                 ("ext_hbh_tcp", 6, "gre-ul4", False))]
+
+
+@pytest.mark.parametrize("edge,ipv,topology,csum", L4_PARTIAL_TUNNEL)
+def test_l4_partial_into_tunnel(tunnel_rig, edge: str, ipv: int, topology: str,
+                                csum: bool) -> None:
+    """IPv4 is NATed first (mod_nw_dst: the pending checksum then differs from
+    the field's bytes, as a Linux sender's partial seed does).  Verifies every
+    field of the encapsulated frame against the model, on both paths: the inner
+    checksum completed over the inner packet (RFC 768, RFC 9293 3.1; over IPv6
+    with the upper-layer protocol in the pseudo-header past the extension
+    header, RFC 8200 §8.1), and a GRE checksum over the bytes that leave (RFC
+    2784 §2.5).  (OVS 4.0.0 computes the GRE checksum before it completes the
+    inner one: known bug gre-csum-at-push; and takes the extension header's type
+    for the pseudo-header: ipv6-ext-pseudo-header.  Those ids xfail until
+    fixed)."""
+    kind, ul = topology.split("-ul")
+    tun = spec(kind, int(ul), csum)
+    rig, record = tunnel_rig(kind, int(ul))
+    nat = [mod_nw_dst(NEW_DST4)] if ipv == 4 else []
+    rig.forward(record, tun, "in_port=p1" + (",ip" if nat else ""),
+                [*nat, PushTunnel(tun, str(TUNNEL_OFPORT)), output("p2")],
+                [EDGES[edge](ipv)], RxFlags(l4=CsumState.PARTIAL), TxOffloads())

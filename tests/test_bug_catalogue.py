@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from datapath.model import bugs
 from export import cli, writeup
+from fixtures.capabilities import ALL_BACKENDS
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRIES = [pytest.param(b, id=b.key) for b in bugs.ALL]
@@ -33,21 +36,46 @@ def test_an_entry_has_a_class_a_severity_and_a_root_cause_group(bug: bugs.OvsBug
         assert bug.why, "a latent or by-design entry says why"
 
 
+def node_id(case: str) -> str:
+    """The pytest node id of a RealPort case ("--backend NAME " first, or not)."""
+    match = re.fullmatch(r"(?:--backend (\w+) )?(cases/\w+\.py::\w+(?:\[[^\]]+\])?)", case)
+    assert match, f"not a [--backend NAME] node id: {case!r}"
+    assert match.group(1) in (None, *ALL_BACKENDS), case
+    assert match.group(1) != "dummy", f"netdev-dummy is no real port: {case!r}"
+    port = bugs.RealPort("any", "-", case)
+    assert (port.backend or None, port.node_id) == (match.group(1), match.group(2))
+    return match.group(2)
+
+
 @pytest.mark.parametrize("bug", ENTRIES)
 def test_real_ports_or_latent(bug: bugs.OvsBug) -> None:
     """A latent entry has no real port; any other names at least one, each a known
-    kind with how it reaches OVS; a case that shows it must exist."""
+    kind with how it reaches OVS; a case that shows it is a node id, with the
+    backend it runs on real ports with, whose function exists."""
     assert (bug.cls == "latent") is (not bug.real_ports)
     for port in bug.real_ports:
         assert port.kind in bugs.PORT_KINDS and port.how
         if port.case:
-            path, _, test = port.case.partition("::")
+            path, _, test = node_id(port.case).partition("::")
             function = test.split("[")[0]
             source = ROOT / path
             assert source.is_file(), port.case
             defined = {n.name for n in ast.walk(ast.parse(source.read_text()))
                        if isinstance(n, ast.FunctionDef)}
             assert function in defined, port.case
+
+
+def test_every_named_case_is_collected() -> None:
+    """Each case a RealPort names is an id pytest collects (a renamed or dropped
+    parameter would otherwise leave the evidence pointing at nothing)."""
+    ids = sorted({node_id(p.case) for b in bugs.ALL for p in b.real_ports if p.case})
+    res = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                          "-p", "no:cacheprovider", *ids], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    collected = set(res.stdout.split())
+    missing = [i for i in ids if i not in collected]
+    assert res.returncode == 0 and not missing, (
+        f"not collected: {missing}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
 
 
 def test_one_fix_one_group() -> None:

@@ -205,7 +205,7 @@ def test_writeup_keeps_node_ids_whole() -> None:
     case = _case(bug.key, "xfailed")
     case.nodeid = "cases/test_tso.py::test_tso_edges_tunnel[geneve-ul4-csum_on-in4-400B-PA-tx_none]"
     lines = writeup.render(case, "t.at", "dpif-netdev - x", bug.key, bug, "OVS 4.0.0").splitlines()
-    ids = [p.case for p in bug.real_ports if p.case] + [case.nodeid]
+    ids = [p.node_id for p in bug.real_ports if p.case] + [case.nodeid]
     assert len(ids) == 2 and all(len(i) > writeup.WIDTH - 4 for i in ids)  # longer than a line
     for nodeid in ids:
         assert any(nodeid in line for line in lines), nodeid

@@ -32,6 +32,11 @@ LINUX_PARTIAL = ("a Linux sender's TCP/UDP checksum left to the NIC: virtio-net 
 VHOST_PARTIAL = ("a guest's checksum offload: NEEDS_CSUM, which DPDK's vhost library "
                  "(compliant ol_flags) marks RX_L4_CKSUM_NONE, OVS's partial")
 
+# Why a tunnel entry has no case on a tap port (issue 18's real-port evidence).
+TAP_RIG = ("no case on a tap: on the tap backend the tunnel rig's p1 is a veth "
+           "(fixtures/tap_tunnel.py), and a tap's NEEDS_CSUM reaches the same "
+           "netdev_linux_parse_vnet_hdr()")
+
 
 class _Record:
     """A frozen record compared by its fields (a dataclass without the import)."""
@@ -59,7 +64,10 @@ class _Record:
 class RealPort(_Record):
     """A real port kind that can hand OVS a bug's input: how, and the case that
     shows it on that kind on this machine ("": not shown by a case yet; `how`
-    then says which sources the claim rests on)."""
+    then says which sources the claim rests on and why no case shows it here).
+    A case is a pytest node id, after "--backend NAME " where the id runs on
+    real ports only with that backend (the shared matrices run on netdev-dummy
+    by default); it xfails on this entry alone."""
 
     __slots__ = ("kind", "how", "case")
     kind: str
@@ -71,8 +79,21 @@ class RealPort(_Record):
         object.__setattr__(self, "how", how)
         object.__setattr__(self, "case", case)
 
+    @property
+    def node_id(self) -> str:
+        """The case's pytest node id, without the backend it runs with."""
+        return self.case.split()[-1] if self.case else ""
+
+    @property
+    def backend(self) -> str:
+        """The --backend the case runs on real ports with ("" where any does)."""
+        words = self.case.split()
+        return words[1] if len(words) == 3 and words[0] == "--backend" else ""
+
     def text(self) -> str:
-        return f"{self.kind} ({self.how}; " + (f"shown by {self.case})" if self.case
+        shown = f"shown by {self.node_id}" + (f" with --backend {self.backend}"
+                                              if self.backend else "")
+        return f"{self.kind} ({self.how}; " + (f"{shown})" if self.case
                                                else "not shown by a case yet)")
 
 
@@ -128,9 +149,14 @@ GRE_CSUM_AT_PUSH = OvsBug(
     "that are only finished at send, so it does not match the bytes on the wire",
     "lib/netdev-native-tnl.c netdev_gre_push_header()",
     cls="bug", severity="corrupts data on the wire", root_cause="gre-csum-at-push",
-    real_ports=(RealPort("veth", LINUX_PARTIAL + ", pushed into GRE with csum"),
-                RealPort("tap", LINUX_PARTIAL),
-                RealPort("vhost-user", VHOST_PARTIAL)))
+    real_ports=(RealPort("veth", LINUX_PARTIAL + ", NATed (mod_nw_dst) and pushed into GRE "
+                         "with csum", "--backend tap cases/test_edges.py::"
+                         "test_l4_partial_into_tunnel[udp_odd-in4-gre-ul4-csum_on]"),
+                RealPort("tap", LINUX_PARTIAL + "; " + TAP_RIG),
+                RealPort("vhost-user", VHOST_PARTIAL + " (dpdk-testpmd's csum engine), NATed "
+                         "and pushed into GRE with csum out of net_pcap",
+                         "--backend dpdk cases/test_vhost_guest_crash.py::"
+                         "test_guest_udp_nat_into_gre_csum")))
 
 L4_PARTIAL_NOT_TCP_UDP = OvsBug(
     "l4-partial-assert",
@@ -152,7 +178,8 @@ L4_PARTIAL_NOT_TCP_UDP = OvsBug(
         "the abort comes once the port has a non-simple megaflow (before that, "
         "dfc_processing()'s simple-match pre-parse, parse_tcp_flags(), sets the TCP flag "
         "for any 20 bytes): a guest-triggerable abort",
-        "cases/test_vhost_guest_crash.py::test_guest_tcp_short_data_offset[doff4]"),),
+        "--backend dpdk cases/test_vhost_guest_crash.py::"
+        "test_guest_tcp_short_data_offset[doff4]"),),
     why="netdev-dummy's ol_l4_rx_csum_set_partial marks every packet partial (ICMP, ARP); "
         "netdev-linux marks a packet partial only for TCP/UDP/SCTP at OVS's L4 offset and "
         "checksums any other in software, so tap/veth cannot reach it")
@@ -176,7 +203,8 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
         "would too (DPDK 25.11's vhost library copies gso_size unchecked), but testpmd sets "
         "TSO only above one segment of payload, and an Ethernet trailer is segmented as "
         "payload",
-        "cases/test_vhost_guest_crash.py::test_guest_tso_truncated_into_vxlan_csum[cut200]"),),
+        "--backend dpdk cases/test_vhost_guest_crash.py::"
+        "test_guest_tso_truncated_into_vxlan_csum[cut200]"),),
     why="dp_packet_gso__() returns for n_segs <= 1 without clearing the segment size; "
         "a Linux sender never makes such a packet itself (the TCP stack sets gso only above "
         "one MSS); output(max_len) cutting a TSO packet below one segment makes one, which "
@@ -195,7 +223,11 @@ TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     cls="bug", severity="corrupts data on the wire", root_cause="tso-segsz-unsegmented",
     real_ports=(RealPort(
         "vhost-user", "from the sources: a guest's TSO packet without TCP payload (a bare "
-        "ACK with gso_size), which DPDK 25.11's vhost library passes on"),),
+        "ACK with gso_size), which DPDK 25.11's vhost library passes on; no case here: "
+        "dpdk-testpmd's csum engine sets TSO only on a frame longer than its headers plus "
+        "one segment, and the other way, output(max_len) cutting a guest's TSO packet to "
+        "its headers into VXLAN with csum, the model does not judge (datapath/model/cut.py "
+        "raises NotImplementedError for output max_len of a TSO packet)"),),
     why="the same cause as tso-short-tunnel-assert: dp_packet_gso__() leaves the segment "
         "size on a packet it does not segment; with no payload dp_packet_gso_nr_segs() is 0, "
         "so the assert holds and the adjustment goes through")
@@ -208,8 +240,12 @@ IPV4_HEADER_ONLY = OvsBug(
     "lib/dp-packet.h dp_packet_ip_set_header_csum(): computes only if ip_hdr_len < l3 size",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv4-header-only-csum",
     real_ports=(RealPort(
-        "dpdk", "an ethdev that validates IPv4 header checksums on rx (net_tap here, NICs): "
-        "RX_IP_CKSUM_GOOD, then mod_nw_src/mod_nw_dst makes the checksum pending"),))
+        "dpdk", "an ethdev that validates IPv4 header checksums on rx (net_tap, NICs): "
+        "RX_IP_CKSUM_GOOD, then mod_nw_src/mod_nw_dst makes the checksum pending, out of a "
+        "port without IPv4 checksum offload (OVS computes it); from the sources: here the "
+        "DPDK ports are net_tap, which offer IPv4 checksum offload and compute it right "
+        "(a header-only packet through two net_tap ports leaves with a right checksum), "
+        "and net_pcap, which stamps no rx flag"),))
 
 GSO_CWR_EVERY_SEGMENT = OvsBug(
     "gso-cwr-every-segment",
@@ -237,10 +273,15 @@ IPV6_EXT_PSEUDO_HEADER = OvsBug(
     cls="bug", severity="corrupts data on the wire", root_cause="ipv6-ext-pseudo-header",
     real_ports=(RealPort("veth", LINUX_PARTIAL + ", over IPv6 with an extension header "
                          "(e.g. destination options), out of a port without L4 checksum "
-                         "offload"),
-                RealPort("tap", "the same"),
+                         "offload (here: pushed into GRE)", "--backend tap cases/test_edges.py::"
+                         "test_l4_partial_into_tunnel[ext_dst_udp-in6-gre-ul4-csum_off]"),
+                RealPort("tap", "the same, forwarded to a veth without tx checksumming",
+                         "--backend tap cases/test_csum_offload.py::"
+                         "test_l4_partial_behind_ipv6_extension_header[ext_dst_udp]"),
                 RealPort("vhost-user", VHOST_PARTIAL + "; rte_net_get_ptype() walks "
-                         "the extension headers")))
+                         "the extension headers (dpdk-testpmd's csum engine, out of net_pcap)",
+                         "--backend dpdk cases/test_vhost_guest_crash.py::"
+                         "test_guest_udp_behind_ipv6_extension_header")))
 
 IPV4_LATER_FRAGMENT = OvsBug(
     "ipv4-later-fragment-rewrite",
@@ -252,7 +293,10 @@ IPV4_LATER_FRAGMENT = OvsBug(
     "fragment offset",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv4-later-fragment-rewrite",
     real_ports=(RealPort("any", "a later IPv4 fragment, whose L4 checksum state no port "
-                         "claims, under mod_nw_src/mod_nw_dst (NAT of fragmented traffic)"),))
+                         "claims, under mod_nw_src/mod_nw_dst (NAT of fragmented traffic); "
+                         "here from a veth into VXLAN",
+                         "--backend tap cases/test_edges.py::"
+                         "test_edge_frames[frag_later-in4-vxlan-ul4-tx_none-rx_none]"),))
 
 GRE_SEQ_SHARED = OvsBug(
     "gre-seq-shared",
@@ -265,7 +309,10 @@ GRE_SEQ_SHARED = OvsBug(
     "atomic_count_inc(&dev->gre_seqno) on the netdev of the tnl_push's datapath port",
     cls="by-design", severity="cosmetic", root_cause="gre-seq-per-datapath-port",
     real_ports=(RealPort("any", "two GRE tunnel ports with seq=true, or two ERSPAN "
-                         "sessions, on one datapath tunnel port"),),
+                         "sessions, on one datapath tunnel port; here two GRE ports out of a "
+                         "veth underlay (OVS's userspace push, no kernel GRE device)",
+                         "--backend tap cases/test_system_traffic_gre_state.py::"
+                         "test_gre_seq_per_tunnel_port"),),
     why="Linux's kernel datapath does the same: its collect_md GRE/ERSPAN devices take "
         "one counter per device (net/ipv4/ip_gre.c gre_fb_xmit(), erspan_fb_xmit(): "
         "tunnel->o_seqno); RFC 2890 §2.2 receivers accept gaps; it diverges from the "
@@ -284,7 +331,9 @@ NEIGH_SNOOP_CACHED = OvsBug(
     cls="by-design", severity="corrupts data on the wire", root_cause="neigh-snoop-slow-path",
     real_ports=(RealPort("any", "an ARP reply that matches an installed datapath flow, "
                          "after a tunnel packet from the same address re-pointed the "
-                         "neighbour entry"),),
+                         "neighbour entry; here both from a veth (the GRE underlay)",
+                         "--backend tap cases/test_system_traffic_gre_state.py::"
+                         "test_tunnel_neighbour_after_cached_arp_reply"),),
     why="snooping only in the slow path is how the tunnel neighbour cache is designed "
         "(ofproto-dpif-xlate.c); the window is narrow: a reply from the same sender that "
         "hits a cached flow right after a tunnel packet re-pointed the entry, until the "
@@ -309,9 +358,11 @@ TRUNC_PENDING_CSUM = OvsBug(
     cls="by-design", severity="cosmetic", root_cause="cutlen-keeps-offload-flags",
     real_ports=(RealPort("veth", "a Linux sender's UDP checksum left to the NIC "
                          "(system-traffic.at's truncate test, tso flavour)",
-                         "cases/test_system_traffic_truncate.py::"
+                         "--backend tap cases/test_system_traffic_truncate.py::"
                          "test_truncate_and_output_to_gre_by_simulated_packets[tso]"),
-                RealPort("tap", "the same")),
+                RealPort("tap", "the same, to a veth without tx checksumming",
+                         "--backend tap cases/test_truncate.py::"
+                         "test_output_max_len[tx_none-tcp4-rx_partial-max_len64]")),
     why="a truncated segment's checksum is verifiable by no receiver, and a NIC handed the "
         "cut packet with its pseudo-header seed computes what OVS computes over IPv4; it "
         "diverges from ovs-actions(7) (the collector sees the packet's first bytes) read "
@@ -336,8 +387,10 @@ TRUNC_TUNNEL_OUTER_CSUM = OvsBug(
     real_ports=(RealPort("veth", "a Linux sender's TCP/UDP checksum left to the NIC, "
                          "output with max_len into VXLAN/Geneve with csum: cut in or before "
                          "the inner L4 header, or over IPv6 out of a port without outer UDP "
-                         "and inner L4 checksum offload (AF_XDP, DPDK without them)"),
-                RealPort("tap", "the same")))
+                         "and inner L4 checksum offload (AF_XDP, DPDK without them, a veth "
+                         "without tx checksumming)", "--backend tap cases/test_truncate.py::"
+                         "test_output_max_len_into_tunnel[tx_none-vxlan-ul4-udp6-max_len40]"),
+                RealPort("tap", "the same; " + TAP_RIG)))
 
 TRUNC_L4_CUT_CRASH = OvsBug(
     "trunc-l4-cut-crash",
@@ -354,8 +407,12 @@ TRUNC_L4_CUT_CRASH = OvsBug(
     real_ports=(RealPort("veth", "a Linux sender's TCP/UDP checksum left to the NIC, "
                          "output with max_len before its L4 header, out of a port whose "
                          "checksum OVS completes (no L4 checksum offload: AF_XDP, DPDK "
-                         "without it)"),
-                RealPort("tap", "the same")))
+                         "without it, a veth without tx checksumming); here into GRE",
+                         "--backend tap cases/test_truncate.py::"
+                         "test_output_max_len_into_tunnel[tx_none-gre-ul4-tcp4-max_len14]"),
+                RealPort("tap", "the same, to a veth without tx checksumming",
+                         "--backend tap cases/test_truncate.py::"
+                         "test_output_max_len[tx_none-tcp4-rx_partial-max_len20]")))
 
 CT_TCP_SYN_SENT_REPLY = OvsBug(
     "ct-tcp-syn-sent-reply",
@@ -407,7 +464,9 @@ TUNNEL_CSUM_TRUSTS_RX_GOOD = OvsBug(
     real_ports=(RealPort(
         "vhost-user", "from the sources: a guest's VIRTIO_NET_HDR_F_DATA_VALID on a packet "
         "whose TCP/UDP checksum is wrong (a driver must not set it on transmit, virtio 1.1 "
-        "§5.1.6.2.1), which DPDK's vhost library marks RX_L4_CKSUM_GOOD"),),
+        "§5.1.6.2.1), which DPDK's vhost library marks RX_L4_CKSUM_GOOD; no case here: the "
+        "guest is dpdk-testpmd over virtio-user, whose transmit path sets only NEEDS_CSUM, "
+        "and net_tap flags good only checksums it verified"),),
     why="userspace-checksum-offloading.rst (rules 3-4) defines the good flag as 'present "
         "in the packet and good': the shortcut is right for every input that keeps that "
         "contract, and only a port that flags a wrong checksum good reaches it.  The packet "
