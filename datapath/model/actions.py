@@ -44,7 +44,9 @@ class SetIPv4Addr(Action):
             # No TCP/UDP header, so no L4 checksum to patch: a later IPv4 fragment
             # carries none (RFC 791 §3.2), and the address changes the IP header only.
             hooks.active().ipv4_addr_rewritten(pkt, old, new)
-        # L4 first (pseudo-header), then the IP header, as packets.c does.
+        # The L4 checksum (its pseudo-header holds the address: RFC 768, RFC 9293 §3.1)
+        # and the IPv4 header checksum (RFC 791) are patched independently (RFC 1624):
+        # their order does not change the bytes.
         if pkt.l4 is not None:
             pkt.patch_l4_csum(old, new, f"pseudo-header {self.ofctl()}")
         pkt.patch_ip_csum(old, new)

@@ -1,17 +1,24 @@
 """Native tunnel receive (tnl_pop): which encapsulated frames a datapath must
-accept, and what it counts (reference §4 and netdev-native-tnl.c semantics).
+accept.  The counters named below are OVS's own names for these events
+(`ovs-appctl coverage/show`), recorded as observed facts of each verdict.
 
-- Outer IPv4 header checksum: trusted if the rx port said good or partial;
+- Outer IPv4 header checksum (RFC 791 §3.1; a receiver verifies it, RFC 1122
+  §3.2.1.2): trusted if the rx port said good or partial, as the checksum
+  offloading document (CSUM-DOC, datapath/model/send.py) defines those flags;
   verified if unknown (native_tnl_l3csum_checked); a bad one (said or found)
   drops the frame (native_tnl_l3csum_err).  IPv6 has none.
-- VXLAN/Geneve UDP checksum: 0 means none; otherwise as above with the L4
-  flag (native_tnl_l4csum_checked / _err).
-- GRE checksum: always verified when present; a wrong one drops the frame.
+- VXLAN/Geneve UDP checksum: 0 means none (RFC 768; RFC 6935 §5 over IPv6);
+  otherwise as above with the L4 flag (native_tnl_l4csum_checked / _err).
+- GRE checksum (RFC 2784 §2.5): verified when present, no port offloads it; a
+  wrong one drops the frame.
 - ERSPAN (GRE protocol 0x88BE/0x22EB) carries its own header before the
-  frame; a GRE payload of another EtherType than 0x6558 is an L3 packet.
+  frame; a GRE payload of another EtherType than 0x6558 (RFC 1701's Transparent
+  Ethernet Bridging) is an L3 packet.
 - Every drop counts datapath_drop_tunnel_pop_error.
-- After the pop the inner packet's checksum state is reset to unknown: inner
-  checksums are neither checked nor finished, only patched by rewrites.
+- After the pop the inner packet's checksum state is unknown: the rx flags
+  spoke of the frame as received, the outer packet (CSUM-DOC), so nothing is
+  known of the inner checksums; they are neither checked nor finished, only
+  patched by rewrites.
 """
 from __future__ import annotations
 
