@@ -58,14 +58,10 @@ NAT (ovs-actions(7) `nat`; RFC 4787, RFC 5382, RFC 5508):
   ct_state gets +snat when this packet's source was translated, +dnat when its
   destination was ("transformed by source/destination address/port
   translation"): a reply to a SNATed connection gets +dnat.
-- A related ICMP error (RFC 5508 4.2, RFC 5382 7.1): the outer addresses that
-  belong to the connection are translated as the direction's packets are, and
-  the embedded packet, which travelled the other way, gets the inverse; the
-  embedded IPv4 and TCP/UDP checksums, and the ICMP checksum, are patched to
-  match (RFC 1624); ICMPv6's checksum covers its pseudo-header too (RFC 4443 2.3).
-- The rewrites of the outer header follow the datapath's header-rewrite rules
-  (datapath/model/actions.py: a valid checksum state becomes partial, any other
-  is patched incrementally).
+- A related ICMP error travels in the direction opposite to the packet it
+  embeds (RFC 5508 4.2, RFC 5382 7.1): the embedded packet's key is reversed.
+- How the packet's bytes are rewritten to that (addresses, ports, a related
+  error's embedded headers, the checksums) is datapath/model/ct_nat.py's.
 """
 from __future__ import annotations
 
@@ -74,12 +70,11 @@ import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from datapath.model import csum
-from datapath.model.actions import Action, SetIPv4Addr, SetL4Port
-from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet, ipv6_header
+from datapath.model import csum, ct_nat
+from datapath.model.actions import Action
+from datapath.model.packet import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, Packet, ipv6_header
 from datapath.offloads import CsumState
 
-PROTO_ICMP, PROTO_ICMPV6 = 1, 58
 ICMP_ERRORS = (3, 4, 5, 11, 12)  # unreachable, source quench, redirect, time exceeded, param
 ICMPV6_ERRORS = (1, 2, 3, 4)  # unreachable, too big, time exceeded, parameter problem
 ICMP_ECHO = {PROTO_ICMP: (8, 0), PROTO_ICMPV6: (128, 129)}  # request, reply
@@ -458,99 +453,18 @@ class Ct(Action):
 
 
 def translate(pkt: Packet, res: Result) -> int:
-    """Rewrite the packet as its connection's NAT says; the snat/dnat bit it earns."""
+    """Rewrite the packet as its connection's NAT says (datapath/model/ct_nat.py);
+    the snat/dnat bits it earns."""
     conn, key = res.conn, res.key
     assert conn is not None and key is not None
-    # The direction's packets become the reverse of the other direction's key.
-    if res.related:
-        outer = key.reversed()  # the direction the error travels in
-    else:
-        outer = key
+    # The direction's packets become the reverse of the other direction's key; a
+    # related error travels opposite to the packet it embeds (`key`).
+    outer = key.reversed() if res.related else key
     to = conn.orig.reversed() if res.reply else conn.reply.reversed()
-    if res.related:
-        _rewrite_embedded(pkt, key, to.reversed())
-    bits = 0
-    lay = pkt.outer
-    assert lay.l3 is not None
-    src, dst = _addrs(pkt)
-    if outer.src != to.src and src == outer.src:
-        _set_addr(pkt, "src", to.src)
-        bits |= SNAT
-    if outer.dst != to.dst and dst == outer.dst:
-        _set_addr(pkt, "dst", to.dst)
-        bits |= DNAT
-    if not res.related and pkt.l4 is not None and key.proto in (PROTO_TCP, PROTO_UDP):
-        if outer.sport != to.sport:
-            SetL4Port(to.sport, "src").apply(pkt)
-            bits |= SNAT
-        if outer.dport != to.dport:
-            SetL4Port(to.dport, "dst").apply(pkt)
-            bits |= DNAT
+    snat, dnat = ct_nat.rewrite(pkt, outer, to, res.related)
+    bits = (SNAT if snat else 0) | (DNAT if dnat else 0)
     pkt.notes.append(f"conntrack: NAT {outer} -> {to}: {state_text(bits)}")
     return bits
-
-
-def _addrs(pkt: Packet) -> tuple[str, str]:
-    assert pkt.l3 is not None
-    return packet_key(pkt.data, pkt.l3, pkt.ipv)[:2]
-
-
-def _set_addr(pkt: Packet, which: str, addr: str) -> None:
-    if pkt.ipv == 4:
-        SetIPv4Addr(addr, which).apply(pkt)
-        return
-    # IPv6: no header checksum; the upper layer's pseudo-header covers it (RFC 8200 8.1).
-    assert pkt.l3 is not None
-    ofs = pkt.l3 + (8 if which == "src" else 24)
-    old, new = bytes(pkt.data[ofs:ofs + 16]), ipaddress.IPv6Address(addr).packed
-    if pkt.proto == PROTO_ICMPV6 and pkt.outer.payload is not None:
-        icmp = pkt.outer.payload
-        pkt.put16(icmp + 2, csum.incremental(pkt.u16(icmp + 2), old, new))
-    elif pkt.l4 is not None:
-        pkt.patch_l4_csum(old, new, f"pseudo-header IPv6 {which}")
-    pkt.data[ofs:ofs + 16] = new
-
-
-def _rewrite_embedded(pkt: Packet, was: Key, to: Key) -> None:
-    """The embedded packet of an ICMP error becomes `to`; its checksums and the
-    ICMP checksum are patched (RFC 5508 4.2, RFC 1624)."""
-    lay = pkt.outer
-    assert lay.l3 is not None and lay.payload is not None
-    icmp, inner = lay.payload, lay.payload + 8
-    end = lay.l3 + lay.l3_size
-    before = bytes(pkt.data[icmp:end])
-    v4 = pkt.ipv == 4
-    alen, src_ofs = (4, 12) if v4 else (16, 8)
-    ihl = (pkt.data[inner] & 0x0F) * 4 if v4 else 40
-    l4 = inner + ihl
-    l4_csum = {PROTO_TCP: 16, PROTO_UDP: 6}.get(was.proto)
-    csum_ofs = l4 + l4_csum if l4_csum is not None and l4 + l4_csum + 2 <= end else None
-    if csum_ofs is not None and was.proto == PROTO_UDP and pkt.u16(csum_ofs) == 0:
-        csum_ofs = None  # no UDP checksum to patch
-    for i, (old_a, new_a) in enumerate(((was.src, to.src), (was.dst, to.dst))):
-        if old_a == new_a:
-            continue
-        ofs = inner + src_ofs + i * alen
-        old, new = bytes(pkt.data[ofs:ofs + alen]), ipaddress.ip_address(new_a).packed
-        if csum_ofs is not None:
-            pkt.put16(csum_ofs, csum.incremental(pkt.u16(csum_ofs), old, new))
-        if v4:
-            pkt.put16(inner + 10, csum.incremental(pkt.u16(inner + 10), old, new))
-        pkt.data[ofs:ofs + alen] = new
-    if was.proto in (PROTO_TCP, PROTO_UDP) and l4 + 4 <= end:
-        for i, (old_p, new_p) in enumerate(((was.sport, to.sport), (was.dport, to.dport))):
-            if old_p != new_p:
-                old, new = struct.pack("!H", old_p), struct.pack("!H", new_p)
-                if csum_ofs is not None:
-                    pkt.put16(csum_ofs, csum.incremental(pkt.u16(csum_ofs), old, new))
-                pkt.data[l4 + 2 * i:l4 + 2 * i + 2] = new
-    after = bytes(pkt.data[icmp:end])
-    old_words, new_words = before[:2] + before[4:], after[:2] + after[4:]
-    if len(old_words) % 2:  # the checksum pads an odd message with a zero byte
-        old_words, new_words = old_words + b"\0", new_words + b"\0"
-    pkt.put16(icmp + 2, csum.incremental(pkt.u16(icmp + 2), old_words, new_words))
-    pkt.notes.append(f"conntrack: embedded packet {was} -> {to}, its checksums and the "
-                     "ICMP checksum patched")
 
 
 @dataclass(frozen=True, eq=False)

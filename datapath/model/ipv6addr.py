@@ -15,9 +15,8 @@ import ipaddress
 import struct
 
 from datapath.model import csum
-from datapath.model.packet import PROTO_TCP, PROTO_UDP, parse_layer
+from datapath.model.packet import PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, parse_layer
 
-PROTO_ICMPV6 = 58
 CSUM_OFS = {PROTO_TCP: 16, PROTO_UDP: 6, PROTO_ICMPV6: 2}
 
 
