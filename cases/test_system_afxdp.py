@@ -217,8 +217,12 @@ def test_xdp_mode_switch_and_zerocopy_refusal(real_env: Callable[..., RealEnv]) 
     check(sb.vsctl(*set_interface("p1", options={"xdp-mode": "generic"})))
     port.read_status()
     assert (port.xdp_mode, port.kernel_mode()) == ("generic", "generic"), port.status
-    sb.allow_log(r"netdev_afxdp\|ERR\|xsk_socket__create failed \(Operation not supported\) "
-                 r"mode: native-with-zerocopy",
+    # The refusal's errno: EOPNOTSUPP from the zero-copy bind, or EBUSY while the
+    # queue is still bound to the generic mode's socket (OVS frees a socket's umem
+    # pool only once its packets are back, netdev_afxdp_sweep_unused_pools()).
+    # Seen once in CI under load; either way the option is refused, as checked below.
+    sb.allow_log(r"netdev_afxdp\|ERR\|xsk_socket__create failed \((Operation not supported|"
+                 r"Device or resource busy)\) mode: native-with-zerocopy",
                  r"netdev_afxdp\|ERR\|p1: Failed to create AF_XDP socket on queue 0",
                  r"netdev_afxdp\|ERR\|p1: AF_XDP device reconfiguration failed",
                  r"dpif_netdev\|ERR\|Failed to set interface p1 new configuration",
