@@ -13,7 +13,15 @@ from typing import Any
 
 from harness.records import OUTCOME_ORDER, outcome_rank
 from reports.index import Entry, outcome_counts
-from reports.upstream import DEFAULT_FILE, FILES, RELEASE, SCOPE, UpstreamTest, split_titles
+from reports.system_userspace import NOT_HERE
+from reports.upstream import (
+    DEFAULT_FILE,
+    FILES,
+    RELEASE,
+    SCOPE,
+    UpstreamTest,
+    split_titles,
+)
 
 MAX_IDS_PER_TEST = 200
 
@@ -23,10 +31,11 @@ def worst(outcomes: list[str]) -> str:
     return min(outcomes, key=outcome_rank) if outcomes else ""
 
 
-def _status(outcomes: list[str]) -> str:
-    """One word for a title: not reproduced, or its worst outcome."""
+def _status(outcomes: list[str], title: str = "") -> str:
+    """One word for a title: not reproduced ('missing', or 'not-here' when
+    reports/upstream.NOT_HERE says why it cannot be), or its worst outcome."""
     if not outcomes:
-        return "missing"
+        return "not-here" if title in NOT_HERE else "missing"
     return worst(outcomes)
 
 
@@ -59,7 +68,8 @@ def _row(test: UpstreamTest | None, title: str, found: list[Entry]) -> dict[str,
         "number": test.number if test is not None else "",
         "title": title,
         "since": test.since if test is not None else "",
-        "status": _status(outcomes),
+        "status": _status(outcomes, title),
+        "reason": NOT_HERE.get(title, "") if not outcomes else "",
         "counts": [(o, n) for o, n in outcome_counts([e.case for e in found])],
         "ids": [{"nodeid": e.case.nodeid, "outcome": e.case.outcome, "page": e.page,
                  "run": e.case.run} for e in shown[:MAX_IDS_PER_TEST]],
@@ -70,7 +80,7 @@ def _row(test: UpstreamTest | None, title: str, found: list[Entry]) -> dict[str,
 def _section(file: str, rows: list[dict[str, Any]], unknown: list[dict[str, Any]]
              ) -> dict[str, Any]:
     statuses = Counter(row["status"] for row in rows)
-    reproduced = sum(1 for row in rows if row["status"] != "missing")
+    reproduced = sum(1 for row in rows if row["status"] not in ("missing", "not-here"))
     return {
         "file": file,
         "anchor": file.replace(".", "-"),
@@ -80,8 +90,10 @@ def _section(file: str, rows: list[dict[str, Any]], unknown: list[dict[str, Any]
         "total": len(rows),
         "reproduced": reproduced,
         "passing": sum(1 for row in rows if row["status"] == "passed"),
-        "missing": len(rows) - reproduced,
-        "statuses": [(o, statuses[o]) for o in (*OUTCOME_ORDER, "missing") if statuses[o]],
+        "missing": sum(1 for row in rows if row["status"] == "missing"),
+        "not_here": statuses["not-here"],
+        "statuses": [(o, statuses[o]) for o in (*OUTCOME_ORDER, "not-here", "missing")
+                     if statuses[o]],
     }
 
 
@@ -99,6 +111,7 @@ def trace_context(entries: list[Entry]) -> dict[str, Any]:
         "total": total,
         "reproduced": reproduced,
         "passing": sum(s["passing"] for s in sections),
-        "missing": total - reproduced,
+        "missing": sum(s["missing"] for s in sections),
+        "not_here": sum(s["not_here"] for s in sections),
         "untraced": sum(1 for e in entries if not e.case.upstream),
     }
