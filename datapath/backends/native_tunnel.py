@@ -194,6 +194,9 @@ class Captured:
     outgoing: bool
     vnet: VnetHdr
     frame: bytes
+    # When the kernel saw it (SO_TIMESTAMPNS, seconds), for captures that ask
+    # for it; orders frames of several captures (0.0: not asked).
+    time: float = 0.0
 
 
 class Sniffer:
