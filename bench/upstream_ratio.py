@@ -1,19 +1,28 @@
 """Speed against upstream: ./ovstest bench --upstream-tree DIR [-k EXPR] [--jobs N].
 
-Given a configured and built OVS source tree (run it in a copy you may write
-to: the testsuite writes tests/testsuite.dir there), this
+Given a configured and built OVS source tree (in-tree or out of tree: DIR is
+the build directory, its tests/atconfig names the source), this
 
   1. runs this project's reproductions (every id with an `upstream` marker, or
      the -k selection of them) once, to learn which upstream tests they
      reproduce, file by file (results.json carries title and file);
   2. per upstream file, runs upstream's own testsuite for exactly those tests
-     (tests/testsuite -C tests AUTOTEST_PATH=... -jN NUMBERS, as `make check`
-     does), then this project's ids for the same tests, and times both;
+     (`make check`'s tests/testsuite, or for the system-*.at files of
+     check-system-userspace its tests/system-userspace-testsuite, each as
+     `-C tests AUTOTEST_PATH=... -jN NUMBERS`), then this project's ids for the
+     same tests, and times both;
   3. prints the wall times and upstream/ours per file and overall, with what
      each side checked.
 
-Stdlib only: it runs on the host (the tree's binaries are the host's), and
-starts `./ovstest suite` for our side, which seals itself as usual.
+The main testsuite runs on the host (the tree's binaries are the host's).
+check-system-userspace makes namespaces, veths and addresses in the namespace
+it runs in, so it runs sealed in the runtime root (its own network namespace,
+the runtime's ip, ethtool, ncat, curl), in a hard-linked copy of the build
+directory beside it that is removed afterwards (its .dir is the only thing it
+writes).  Our side is `./ovstest suite`, which seals itself as usual; for the
+system files it runs the tree's own binaries (--ovs-bindir), as upstream does,
+and only the `userspace` flavour (upstream's check-system-userspace; the `tso`
+flavour is check-system-tso).
 """
 from __future__ import annotations
 
@@ -30,7 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reports.upstream import DEFAULT_FILE, MAIN_SUITE_FILES, find  # noqa: E402  (stdlib only)
+from reports.system_userspace import SYSTEM_USERSPACE  # noqa: E402  (stdlib only)
+from reports.upstream import DEFAULT_FILE, MAIN_SUITE_FILES, find  # noqa: E402
+
+SYSTEM_SUITE = "system-userspace-testsuite"  # check-system-userspace's testsuite
 
 AUTOTEST_PATH = "utilities:vswitchd:ovsdb:vtep:tests:ipsec:"
 
@@ -50,10 +62,11 @@ class FileRun:
     ours_steps: int = 0
 
 
-def ours(nodeids_or_args: list[str], out: Path, jobs: int) -> tuple[float, str, dict]:
+def ours(nodeids_or_args: list[str], out: Path, jobs: int, extra: tuple[str, ...] = ()
+         ) -> tuple[float, str, dict]:
     """Run `./ovstest suite` on these ids; (wall seconds, pytest's last line, results)."""
     rel = out.relative_to(ROOT)  # the sealed runtime sees the checkout only
-    argv = [str(ROOT / "ovstest"), "suite", "-q", f"--out-dir={rel}",
+    argv = [str(ROOT / "ovstest"), "suite", "-q", f"--out-dir={rel}", *extra,
             *(["-n", str(jobs)] if jobs > 1 else []), *nodeids_or_args]
     started = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
@@ -66,16 +79,63 @@ def ours(nodeids_or_args: list[str], out: Path, jobs: int) -> tuple[float, str, 
     return wall, last.strip("= "), json.loads(results.read_text())
 
 
-def upstream(tree: Path, numbers: list[int], jobs: int) -> tuple[float, str]:
+def source_of(tree: Path) -> Path:
+    """The source directory of a build directory (its tests/atconfig's at_top_srcdir)."""
+    m = re.search(r"^at_top_srcdir='(.*)'$", (tree / "tests" / "atconfig").read_text(), re.M)
+    return (tree / "tests" / m.group(1)).resolve() if m else tree
+
+
+def suite_of(file: str) -> str:
+    """The testsuite an upstream file's tests run in."""
+    return SYSTEM_SUITE if file in SYSTEM_USERSPACE else "testsuite"
+
+
+def verdict_of(stdout: str, rc: int) -> str:
+    verdict = [ln for ln in stdout.splitlines()
+               if re.search(r"tests? (were|was) (successful|run|skipped)|failed", ln)]
+    return "; ".join(verdict) or f"rc {rc}"
+
+
+def upstream(tree: Path, numbers: list[int], jobs: int, suite: str = "testsuite"
+             ) -> tuple[float, str]:
     """Upstream's testsuite for these test numbers; (wall seconds, its verdict line)."""
-    argv = ["sh", "tests/testsuite", "-C", "tests", f"AUTOTEST_PATH={AUTOTEST_PATH}",
+    script = source_of(tree) / "tests" / suite
+    argv = ["sh", str(script), "-C", "tests", f"AUTOTEST_PATH={AUTOTEST_PATH}",
             f"-j{jobs}", *map(str, numbers)]
+    if suite == SYSTEM_SUITE:
+        return upstream_sealed(tree, argv)
     started = time.perf_counter()
     proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    verdict = [ln for ln in proc.stdout.splitlines()
-               if re.search(r"tests? (were|was) (successful|run|skipped)|failed", ln)]
-    return wall, "; ".join(verdict) or f"rc {proc.returncode}"
+    return time.perf_counter() - started, verdict_of(proc.stdout, proc.returncode)
+
+
+def upstream_sealed(tree: Path, argv: list[str]) -> tuple[float, str]:
+    """check-system-userspace sealed in the runtime root, in a hard-linked copy of
+    the build directory beside it (its relative paths to the source hold)."""
+    from harness.runtime import provision, sealed_argv
+    copy = Path(tempfile.mkdtemp(prefix=f"{tree.name}-ratio-", dir=tree.parent))
+    try:
+        subprocess.run(["cp", "-al", f"{tree}/.", str(copy)], check=True)
+        # The runtime's Python runs upstream's helpers (test-l7.py), not the one
+        # configure found on the host; a new file, not a write through the link.
+        atlocal = copy / "tests" / "atlocal"
+        text = re.sub(r"^PYTHON3=.*$", "PYTHON3='/usr/bin/python3'", atlocal.read_text(),
+                      flags=re.M)
+        atlocal.unlink()
+        atlocal.write_text(text)
+        inner = ["/bin/sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(copy), *argv]
+        # ro: the source, and the build itself (its libtool wrappers name its libraries)
+        sealed, env = sealed_argv(provision(), inner, ro=(source_of(tree), tree), rw=(copy,))
+        started = time.perf_counter()
+        proc = subprocess.run(sealed, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        log = copy / "tests" / f"{SYSTEM_SUITE}.log"
+        failed = re.findall(r"^\s*(\d+): .*FAILED", log.read_text(errors="replace"), re.M) \
+            if log.is_file() else []
+        return wall, verdict_of(proc.stdout, proc.returncode) + \
+            (f" (failed: {' '.join(failed)})" if failed else "")
+    finally:
+        subprocess.run(["rm", "-rf", str(copy)], check=False)
 
 
 def discover(results: dict) -> dict[str, FileRun]:
@@ -84,8 +144,10 @@ def discover(results: dict) -> dict[str, FileRun]:
     for case in results["cases"]:
         titles = [t.strip() for t in (case.get("upstream") or "").split(";") if t.strip()]
         file = case.get("upstream_file") or DEFAULT_FILE
-        if file not in MAIN_SUITE_FILES:  # another testsuite (system-*.at)
-            continue
+        if file not in MAIN_SUITE_FILES and file not in SYSTEM_USERSPACE:
+            continue  # another testsuite (system-dpdk.at, system-afxdp.at)
+        if file in SYSTEM_USERSPACE and "[tso" in case["nodeid"]:
+            continue  # check-system-tso's flavour
         tests = [find(t, file) for t in titles]
         if not titles or any(t is None for t in tests):
             continue
@@ -107,8 +169,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="parallel jobs for both sides (default 1)")
     args = ap.parse_args()
     tree = args.upstream_tree.resolve()
-    if not (tree / "tests" / "testsuite").is_file() or not (tree / "vswitchd" / "ovs-vswitchd").is_file():
-        sys.exit(f"{tree}: not a built OVS tree (tests/testsuite, vswitchd/ovs-vswitchd)")
+    if not (tree / "tests" / "atconfig").is_file() or not (tree / "vswitchd" / "ovs-vswitchd").is_file():
+        sys.exit(f"{tree}: not a built OVS tree (tests/atconfig, vswitchd/ovs-vswitchd)")
     (ROOT / "build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ovstest-ratio-", dir=ROOT / "build") as tmp:
         out = Path(tmp)
@@ -117,8 +179,12 @@ def main() -> None:
         runs = discover(results)
         print(f"ours, every selected id in one run: {wall_all:.1f} s ({last})")
         for run in runs.values():
-            run.upstream_seconds, run.upstream_summary = upstream(tree, run.numbers, args.jobs)
-            run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, args.jobs)
+            suite = suite_of(run.file)
+            run.upstream_seconds, run.upstream_summary = upstream(tree, run.numbers, args.jobs,
+                                                                  suite)
+            own = ("--ovs-bindir", str(tree)) if suite == SYSTEM_SUITE else ()
+            run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, args.jobs,
+                                                           own)
             run.ours_steps = sum(len(c.get("steps", [])) for c in res["cases"])
             report(run)
     total_up = sum(r.upstream_seconds for r in runs.values())

@@ -35,6 +35,7 @@ PACKAGES = [
     "librte-net-virtio26", "librte-net-vhost26", "librte-bus-vdev26",
     "iproute2", "ethtool", "tcpdump", "tshark", "iperf3", "procps", "kmod",
     "iputils-ping", "ncat", "curl", "python3-pyftpdlib", "tftpd-hpa",
+    "net-tools",  # netstat: upstream's own system tests (the ratio benchmark) wait on it
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-pytest-xdist", "python3-pytest-timeout",
     "python3-hypothesis", "python3-matplotlib", "gdb", "ruff", "mypy",
