@@ -91,6 +91,7 @@ def suite_of(file: str) -> str:
 
 
 def verdict_of(stdout: str, rc: int) -> str:
+    """The testsuite's verdict lines (or its exit status when it printed none)."""
     verdict = [ln for ln in stdout.splitlines()
                if re.search(r"tests? (were|was) (successful|run|skipped)|failed", ln)]
     return "; ".join(verdict) or f"rc {rc}"
