@@ -39,6 +39,7 @@ from fixtures.system_l2 import (
     port_tx,
     switched,
     tagged,
+    under_test,
     vlan_stack_probed,
 )
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
@@ -84,7 +85,7 @@ def edge_hops(wire: Crossings, t: Traffic, edges: list[TagEdge],
         outer = edge.tags[0][1]
 
         def keep(frame: bytes, outer: int = outer) -> bool:
-            return vids(frame)[:1] in ([], [outer])
+            return under_test(frame) and vids(frame)[:1] in ([], [outer])
         wire.hop(f"{edge.device} -> br-vlan -> {edge.port}: push",
                  (edge.ns, edge.device, True), (t.host, edge.port, True), tagged(edge.push),
                  keep=keep)
