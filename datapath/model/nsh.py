@@ -25,6 +25,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from datapath.model.l2tags import mac
+
 ETH_TYPE_NSH = 0x894F
 NP_IPV4, NP_IPV6, NP_ETHERNET, NP_NSH, NP_MPLS = 1, 2, 3, 4, 5
 MD_TYPE_1 = 1
@@ -60,11 +62,6 @@ class Nsh:
         return (cls(path >> 8, path & 0xFF, base & 0xFF, (base >> 22) & 0x3F,
                     (context[0], context[1], context[2], context[3]), bool(base >> 29 & 1)),
                 data[words * 4:])
-
-
-def mac(text: str) -> bytes:
-    """aa:bb:.. as 6 bytes."""
-    return bytes.fromhex(text.replace(":", ""))
 
 
 def encap(frame: bytes, header: Nsh, dst: str, src: str) -> bytes:
