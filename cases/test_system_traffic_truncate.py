@@ -259,7 +259,8 @@ class Wire:
                if not c.outgoing and _proto(c.frame) == PROTO_GRE]
         # ovs-p2's own kernel side sends IPv6 housekeeping to p2 too
         looped = [c.frame for c in self.p2.frames
-                  if not c.outgoing and not link_chatter(c.frame)]
+                  if not c.outgoing and not link_chatter(c.frame)
+                  and (not self.native or _udp4_header(c.frame))]
         return sent, gre, looped
 
     def verify(self, path: str, steps: list[Step]) -> list[bytes]:
@@ -269,8 +270,9 @@ class Wire:
             """The pop path's GRE packets: the simulated one, or those ns_gre0 sent."""
             if not self.native:
                 return [bytes.fromhex(SIMULATED)]
-            return [c.frame for c in self.p0.frames
-                    if c.outgoing and _proto(c.frame) == PROTO_GRE]
+            # ns_gre0's own link chatter rides GRE too: the datagrams of nc only
+            return [c.frame for c in self.p0.frames if c.outgoing
+                    and _proto(c.frame) == PROTO_GRE and _udp4_header(c.frame[14 + 20 + 4:])]
 
         def problems(record: list[Step]) -> list[str]:
             sent, gre, looped = self.frames()
