@@ -60,10 +60,13 @@ def test_layer3_ping_over_tunnel(system_traffic: Callable[..., Traffic],
     protocol 0x0800; no Ethernet inside), and every tunnel packet at_ns0
     sent reached br0 as its IP packet behind the flow's Ethernet header,
     from the upstream checks' pings on.  Not judged: the OVS_WAIT_UNTIL's
-    pings.  Here OVS hands the very first VXLAN-GPE packet to br-underlay's
-    kernel side (which answers port unreachable) instead of popping it, though
-    tnl/ports/show already lists 172.31.1.100:4789; upstream's wait absorbs
-    that, and so does this reproduction until it is triaged."""
+    pings.  at_ns0's first ARP for 172.31.1.100 may be answered through the
+    switch namespace's side of the veth too (Linux answers for any local
+    address on any interface, arp_ignore=0), so its first VXLAN-GPE packet
+    may go to a MAC other than br-underlay's: seen here, with the datapath
+    flow showing that destination; OVS then rightly does not pop it (the
+    tunnel endpoint is br-underlay's address and MAC), and the host answers
+    port unreachable.  Upstream's wait absorbs that."""
     ovs_type, kind, oport, oargs, nport, link = TUNNELS[title]
     t: Traffic = system_traffic(flavour, ("set", "Bridge", "br0",
                                           f'other-config:hwaddr="{BR0_MAC}"'))
