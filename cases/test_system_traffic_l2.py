@@ -198,13 +198,8 @@ def native_far_ends(t: Traffic, edges: list[TagEdge], addrs: tuple[str, str], si
         if kind == "vlan":
             t.add_vlan(edge.port, edge.ns, 100, addr)
             continue
-        t.ip("link", "add", "link", edge.port, "name", f"{edge.port}.4094", "type", "vlan",
-             "proto", "802.1ad", "id", "4094", ns=edge.ns)
-        t.ip("link", "set", "dev", f"{edge.port}.4094", "up", ns=edge.ns)
-        t.ip("addr", "add", "dev", f"{edge.port}.4094", outer, ns=edge.ns)
-        t.ip("link", "set", f"{edge.port}.4094", "mtu", "1496", ns=edge.ns)
-        t.add_vlan(f"{edge.port}.4094", edge.ns, 100, addr)
-        t.ip("link", "set", f"{edge.port}.4094.100", "mtu", "1492", ns=edge.ns)
+        t.add_svlan(edge.port, edge.ns, 4094, outer)
+        t.add_cvlan(f"{edge.port}.4094", edge.ns, 100, addr)
 
 
 # ----------------------------------------------------------------------------

@@ -240,6 +240,11 @@ SYSTEM_USERSPACE: dict[str, tuple[tuple[int, str], ...]] = {
 # what no userspace datapath has.  upstream.html shows the reason in the row.
 # A title whose reproduction only lacks a kernel feature on this machine is not
 # here: its ids skip, naming the feature they probed.
+PSAMPLE_SKIPPED = (
+    "upstream skips it in userspace: OVS_CHECK_PSAMPLE (ovs-vswitchd.log never says "
+    "'Datapath supports psample action': the userspace datapath has no psample action, "
+    "its probe is not even tried for netdev datapaths)")
+
 NOT_HERE: dict[str, str] = {
     "conntrack - multiple zones, local":
         "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
@@ -253,6 +258,9 @@ NOT_HERE: dict[str, str] = {
     "conntrack - can match and clear ct_state from outside OVS":
         "upstream skips it in userspace: CHECK_EXTERNAL_CT (the userspace datapath has "
         "no external conntrack)",
+    **{title: PSAMPLE_SKIPPED for title in (
+        "psample - sanity check", "psample - sanity check IPv6", "psample - slow",
+        "psample - slow with probability", "psample - with IPFIX", "psample - from ct label")},
     "layer3 - ping over MPLS Bareudp":
         "upstream skips it in userspace: OVS_CHECK_BAREUDP (the userspace datapath has "
         "no bareudp tunnels)",

@@ -66,6 +66,12 @@ KINDS: dict[str, NativeKind] = {
                             ("remote", "2001:db8::1", "local", "2001:db8::2", "seq", "key",
                              "1", "erspan_ver", "1", "erspan", "7"),
                             "CONFIG_IPV6_GRE (ip6erspan)"),
+    # Layer-3 tunnels (system-layer3-tunnels.at): VXLAN-GPE on a flow-based
+    # device, and GRE without Ethernet (`type gre`, not gretap).
+    "vxlan-gpe": NativeKind("vxlan", "vxlan", 4, ("dstport", "4789", "external", "gpe"),
+                            "CONFIG_VXLAN (gpe)"),
+    "gre-l3": NativeKind("gre", "gre", 4, ("remote", "192.0.2.1", "local", "192.0.2.2"),
+                         "CONFIG_NET_IPGRE (gre)"),
     # Not a tunnel, but a device a tunnel test stacks on one (ADD_VLAN).
     "vlan": NativeKind("vlan", "", 4, ("id", "5"), "CONFIG_VLAN_8021Q (802.1Q vlan)"),
 }

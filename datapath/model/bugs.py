@@ -360,6 +360,10 @@ TRUNC_PENDING_CSUM = OvsBug(
                          "(system-traffic.at's truncate test, tso flavour)",
                          "--backend tap cases/test_system_traffic_truncate.py::"
                          "test_truncate_and_output_to_gre_by_simulated_packets[tso]"),
+                RealPort("veth", "the same into two veth loops (system-traffic.at's basic "
+                         "truncate action, tso flavour)",
+                         "--backend tap cases/test_system_traffic_truncate.py::"
+                         "test_basic_truncate_action[tso]"),
                 RealPort("tap", "the same, to a veth without tx checksumming",
                          "--backend tap cases/test_truncate.py::"
                          "test_output_max_len[tx_none-tcp4-rx_partial-max_len64]")),

@@ -1,0 +1,328 @@
+"""system-traffic.at's 802.1ad tests, as `make check-system-userspace` (and
+check-system-tso) run them: QinQ pings between two namespaces, with OVS
+matching on two tags (vlan_limit, double vlan match), pushing and popping an
+outer 802.1ad or 802.1Q tag between three bridges, and as an 802.1Q tunnel
+(vlan_mode=dot1q-tunnel).
+
+Each case keeps upstream's topology, flows, addresses, ping commands and
+checks (ping's summary after FORMAT_PING, the exit status of the pings that
+must fail).  Every case needs OVS to parse two tags: upstream's
+OVS_CHECK_8021AD (the probed VLAN header stack length, else a skip saying so).
+
+The kernel here has no VLAN devices; the far ends (upstream's ADD_SVLAN and
+ADD_CVLAN devices in the namespaces) are then built by OVS rules
+(fixtures/system_l2.py TagEdge): the frames on the veth into OVS are the ones
+upstream's devices send.  Where the kernel has VLAN devices the cases build
+upstream's own far ends.
+
+Beyond upstream, every frame that crosses a bridge under test is captured on
+both sides and judged (fixtures/system_l2.py Crossings): each push and pop
+against IEEE 802.1Q §9.6 and 802.1ad as datapath/model/l2tags.py has them,
+the tunnel port's S-tag as ovs-vswitchd.conf.db(5) documents vlan_mode
+dot1q-tunnel, NORMAL switching as the model's output.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+import pytest
+
+from datapath.backends.native_tunnel import Captured
+from datapath.backends.netns import Netns
+from datapath.model import l2tags
+from fixtures.system_l2 import (
+    Crossings,
+    Rule,
+    TagEdge,
+    add_tag_edge,
+    port_tx,
+    switched,
+    tagged,
+    under_test,
+    vlan_stack_probed,
+)
+from fixtures.system_traffic import FLAVOUR, Traffic, upstream
+from harness.control import check
+from harness.wait import wait_until
+
+pytestmark = [pytest.mark.requires(backend="tap"), pytest.mark.requires(kernel_optional="vlan")]
+
+VLAN_LIMIT_0 = ("set", "Open_vSwitch", ".", "other_config:vlan-limit=0")
+QINQ = ((l2tags.TPID_STAG, 4094), (l2tags.TPID_CTAG, 100))
+
+
+def start(system_traffic: Callable[..., Traffic], flavour: str) -> Traffic:
+    """OVS_TRAFFIC_VSWITCHD_START([set Open_vSwitch . other_config:vlan-limit=0]),
+    OVS_CHECK_8021AD()."""
+    t: Traffic = system_traffic(flavour, VLAN_LIMIT_0)
+    probed = vlan_stack_probed(t)
+    if probed < 2:
+        pytest.skip("OVS_CHECK_8021AD: ovs-vswitchd.log does not show a VLAN header stack "
+                    f"length of 2 or more (probed: {probed})")
+    return t
+
+
+def wait_ping(t: Traffic, ns: Netns, dst: str) -> None:
+    """OVS_WAIT_UNTIL([ip netns exec ns ping -c 1 dst])."""
+    wait_until(lambda: t.run(["ping", "-c", "1", "-W", "1", dst], ns, timeout=30).rc == 0, 30,
+               what=f"ping {dst} to answer")
+
+
+def check_no_ping(t: Traffic, ns: Netns, dst: str) -> None:
+    """NS_CHECK_EXEC([ns], [ping -q -c 1 -W 3 dst], [1], [ignore])."""
+    res = t.run(["ping", "-q", "-c", "1", "-W", "3", dst], ns, timeout=30)
+    assert res.rc == 1, f"ping {dst} must get no answer (exit status 1):\n{res}"
+
+
+def edge_hops(wire: Crossings, t: Traffic, edges: list[TagEdge],
+              one_way: tuple[TagEdge, ...] = ()) -> None:
+    """Each TagEdge's push (device -> port) and pop (port -> device) on
+    br-vlan (only the push for those `one_way`: nothing comes back to them);
+    on a port several devices share, each hop's frames are those untagged
+    (the device's side) or with the device's outer VID."""
+    for edge in edges:
+        outer = edge.tags[0][1]
+
+        def keep(frame: bytes, outer: int = outer) -> bool:
+            return under_test(frame) and vids(frame)[:1] in ([], [outer])
+        wire.hop(f"{edge.device} -> br-vlan -> {edge.port}: push",
+                 (edge.ns, edge.device, True), (t.host, edge.port, True), tagged(edge.push),
+                 keep=keep)
+        if edge in one_way:
+            continue
+        wire.hop(f"{edge.port} -> br-vlan -> {edge.device}: pop",
+                 (t.host, edge.port, False), (edge.ns, edge.device, False), tagged(edge.pop),
+                 keep=keep)
+
+
+def vids(frame: bytes) -> list[int]:
+    """The VIDs of the frame's tags, outermost first."""
+    out, ofs = [], 12
+    while struct.unpack_from("!H", frame, ofs)[0] in (l2tags.TPID_CTAG, l2tags.TPID_STAG):
+        out.append(struct.unpack_from("!H", frame, ofs + 2)[0] & 0xFFF)
+        ofs += 4
+    return out
+
+
+# ----------------------------------------------------------------------------
+# two tags from the namespaces straight into br0: vlan_limit, double vlan match
+
+
+def qinq_into_br0(t: Traffic) -> tuple[Netns, Netns, list[TagEdge]]:
+    """ADD_NAMESPACES(at_ns0, at_ns1), ADD_VETH p0 and p1 on br0, ADD_SVLAN 4094
+    and ADD_CVLAN 100 on each (TagEdge where the kernel has no VLAN devices)."""
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    edges = [TagEdge("p0", ns0, QINQ), TagEdge("p1", ns1, QINQ)]
+    for edge, i in zip(edges, (1, 2)):
+        if t.has("vlan"):
+            t.add_veth(edge.port, edge.ns, "br0", f"10.1.1.{i}/24")
+            t.add_svlan(edge.port, edge.ns, 4094, f"10.255.2.{i}/24")
+            t.add_cvlan(f"{edge.port}.4094", edge.ns, 100, f"10.2.2.{i}/24")
+        else:
+            add_tag_edge(t, edge, f"10.2.2.{i}/24", 1492)
+    return ns0, ns1, edges
+
+
+def crossings(t: Traffic, request: pytest.FixtureRequest, edges: list[TagEdge],
+              there: Rule, back: Rule) -> Crossings:
+    """br0's two ways (p0 -> p1 by `there`, p1 -> p0 by `back`), and the TagEdges."""
+    wire = Crossings(t, request)
+    wire.hop("p0 -> br0 -> p1", (t.host, "ovs-p0", False), (t.host, "ovs-p1", True), there)
+    wire.hop("p1 -> br0 -> p0", (t.host, "ovs-p1", False), (t.host, "ovs-p0", True), back)
+    if not t.has("vlan"):
+        edge_hops(wire, t, edges)
+    return wire
+
+
+@FLAVOUR
+@upstream("802.1ad - vlan_limit")
+def test_vlan_limit(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                    flavour: str) -> None:
+    """With vlan-limit=0, br0's NORMAL flow (priority 1) switches the QinQ
+    frames (S-tag 4094, C-tag 100) and a ping between the C-VLAN devices
+    gets through (upstream's OVS_WAIT_UNTIL).  Then revalidator/purge,
+    vlan-limit=1 and a priority-100 flow dl_type=0x8100 actions=drop: OVS
+    now parses one tag only, so the C-tag's TPID is the frame's dl_type
+    (ovs-vswitchd.conf.db(5) other_config:vlan-limit) and the flow drops it:
+    ping -c 1 -W 3 must exit 1.  Judged: every frame br0 forwarded in the
+    first part unchanged (NORMAL, the model's output), none in the second."""
+    t = start(system_traffic, flavour)
+    ns0, _, edges = qinq_into_br0(t)
+    check(t.sb.ofctl("add-flow", "br0", "priority=1 action=normal"))
+    wire = crossings(t, request, edges, switched(port_tx(t, "ovs-p1")),
+                     switched(port_tx(t, "ovs-p0")))
+    wait_ping(t, ns0, "10.2.2.2")
+    assert wire.verify() >= 4
+    check(t.sb.appctl("revalidator/purge"))
+    check(t.sb.vsctl("set", "Open_vSwitch", ".", "other_config:vlan-limit=1"))
+    check(t.sb.ofctl("add-flow", "br0", "priority=100 dl_type=0x8100 action=drop"))
+    dropped = Crossings(t, request)
+    dropped.hop("p0 -> br0 (vlan-limit=1: dl_type 0x8100, dropped)",
+                (t.host, "ovs-p0", False), (t.host, "ovs-p1", True), lambda c: [])
+    check_no_ping(t, ns0, "10.2.2.2")
+    dropped.verify()
+
+
+@FLAVOUR
+@upstream("802.1ad - double vlan match")
+def test_double_vlan_match(system_traffic: Callable[..., Traffic],
+                           request: pytest.FixtureRequest, flavour: str) -> None:
+    """br0's two tables: dl_vlan=4094 pops the S-tag and goes to table 1,
+    where dl_vlan=100 (the C-tag, now outermost) pushes an 802.1ad tag with
+    VID 4094 again and switches NORMAL; the rest is dropped.  Upstream's
+    pings of 56 and 1600 bytes between the C-VLAN devices, all answered.
+    Judged: every frame br0 forwarded as pop then push (the pushed tag's PCP
+    copied from the C-tag, 0 here: ovs-actions(7) push_vlan), i.e. the frame
+    that came in; a frame with other tags must not come out."""
+    t = start(system_traffic, flavour)
+    ns0, _, edges = qinq_into_br0(t)
+    flows = t.sb.rundir / "flows-br0.txt"
+    flows.write_text("table=0,priority=1                action=drop\n"
+                     "table=0,priority=100 dl_vlan=4094 action=pop_vlan,goto_table:1\n"
+                     "table=1,priority=100 dl_vlan=100  action=push_vlan:0x88a8,"
+                     "mod_vlan_vid:4094,normal\n")
+    check(t.sb.ofctl("--bundle", "add-flows", "br0", str(flows)))
+    rematch = tagged([l2tags.PopVlan(), l2tags.PushVlan(l2tags.TPID_STAG, 4094)])
+
+    def rule(c: Captured) -> list[bytes]:
+        return rematch(c) if vids(c.frame)[:2] == [4094, 100] else []
+    wire = crossings(t, request, edges, rule, rule)
+    wait_ping(t, ns0, "10.2.2.2")
+    t.check_ping(ns0, "10.2.2.2")
+    t.check_ping(ns0, "10.2.2.2", "-s", "1600")
+    assert wire.verify() >= 12
+
+
+# ----------------------------------------------------------------------------
+# three bridges: br1 (at_ns0's side) - br0 (the provider) - br2 (at_ns1's side)
+
+
+def three_bridges(t: Traffic, cvlans: tuple[int, ...]) -> tuple[Netns, Netns, list[TagEdge]]:
+    """ADD_BR br1 and br2; veths ovs-p0/ovs-p1 (br0/br1) and ovs-p2/ovs-p3
+    (br0/br2); ADD_VETH p4 (at_ns0, br1) and p5 (at_ns1, br2); ADD_CVLAN on
+    p4 and p5 for each of `cvlans` (10.<n>.2.1 and .2, n = 2, 3, ...)."""
+    t.add_br("br1")
+    t.add_br("br2")
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    for near, far, bridge in (("ovs-p0", "ovs-p1", "br1"), ("ovs-p2", "ovs-p3", "br2")):
+        t.ip("link", "add", near, "type", "veth", "peer", "name", far)
+        t.ip("link", "set", "dev", near, "up")
+        t.ip("link", "set", "dev", far, "up")
+        check(t.sb.vsctl("add-port", "br0", near))
+        check(t.sb.vsctl("add-port", bridge, far))
+    edges: list[TagEdge] = []
+    for port, ns, bridge, i in (("p4", ns0, "br1", 1), ("p5", ns1, "br2", 2)):
+        if t.has("vlan"):
+            t.add_veth(port, ns, bridge, f"10.1.1.{i}/24")
+        for n, vid in enumerate(cvlans, start=2):
+            edge = TagEdge(port, ns, ((l2tags.TPID_CTAG, vid),))
+            edges.append(edge)
+            if t.has("vlan"):
+                t.add_cvlan(port, ns, vid, f"10.{n}.2.{i}/24")
+            else:
+                add_tag_edge(t, edge, f"10.{n}.2.{i}/24", 1492, bridge=bridge)
+    return ns0, ns1, edges
+
+
+def provider_crossings(t: Traffic, request: pytest.FixtureRequest, edges: list[TagEdge],
+                       br0: Rule, customer_in: Callable[[str], Rule],
+                       blocked: int | None = None) -> Crossings:
+    """br1 and br2 each way (from the customer's port NORMAL, unchanged; from
+    br0's side by `customer_in(the customer's port)`), br0 each way by `br0`,
+    and the TagEdges (at_ns1's edge of VID `blocked` sends nothing, at_ns0's
+    gets nothing back: their push only)."""
+    wire = Crossings(t, request)
+    for bridge, near, far, cust in (("br1", "ovs-p1", "ovs-p0", "ovs-p4"),
+                                    ("br2", "ovs-p3", "ovs-p2", "ovs-p5")):
+        wire.hop(f"{cust} -> {bridge} -> {near}", (t.host, cust, False), (t.host, near, True),
+                 switched(port_tx(t, near)))
+        wire.hop(f"{near} -> {bridge} -> {cust}", (t.host, near, False), (t.host, cust, True),
+                 customer_in(cust))
+    wire.hop("ovs-p0 -> br0 -> ovs-p2", (t.host, "ovs-p0", False), (t.host, "ovs-p2", True), br0)
+    wire.hop("ovs-p2 -> br0 -> ovs-p0", (t.host, "ovs-p2", False), (t.host, "ovs-p0", True), br0)
+    if not t.has("vlan"):
+        silent = [e for e in edges if e.tags[0][1] == blocked]
+        edge_hops(wire, t, [e for e in edges if e.port == "p4" or e not in silent],
+                  tuple(silent))
+    return wire
+
+
+@FLAVOUR
+@pytest.mark.parametrize("tpid", [
+    pytest.param(l2tags.TPID_STAG, id="802.1ad",
+                 marks=upstream("802.1ad - push/pop outer 802.1ad")),
+    pytest.param(l2tags.TPID_CTAG, id="802.1q",
+                 marks=upstream("802.1ad - push/pop outer 802.1q"))])
+def test_push_pop_outer(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                        flavour: str, tpid: int) -> None:
+    """at_ns0's and at_ns1's C-VLAN 100 devices behind br1 and br2 (NORMAL);
+    br0 between them pushes an outer tag (TPID 0x88a8, or 0x8100 for the
+    802.1q title) with VID 4094 on whatever crosses it, and br1 and br2 pop
+    the outer tag of what comes from br0 (vlan_tci=0x1000/0x1000) before
+    NORMAL.  Upstream's pings of 56 and 1600 bytes (after its
+    OVS_WAIT_UNTIL), all answered.  Judged: br0's push (IEEE 802.1Q §9.6,
+    the new tag outermost), br1's and br2's pop of it, and their NORMAL
+    switching of the customer's tagged frames, unchanged."""
+    t = start(system_traffic, flavour)
+    ns0, _, edges = three_bridges(t, (100,))
+    flows_br0 = t.sb.rundir / "flows-br0.txt"
+    flows_br0.write_text("priority=1 action=drop\n"
+                         f"priority=100 in_port=1 action=push_vlan:0x{tpid:04x},"
+                         "mod_vlan_vid=4094,output:2\n"
+                         f"priority=100 in_port=2 action=push_vlan:0x{tpid:04x},"
+                         "mod_vlan_vid=4094,output:1\n")
+    flows_customer = t.sb.rundir / "flows-customer-br.txt"
+    flows_customer.write_text("priority=1 action=normal\n"
+                              "priority=100 in_port=1 vlan_tci=0x1000/0x1000 "
+                              "action=pop_vlan,normal\n")
+    check(t.sb.ofctl("--bundle", "add-flows", "br0", str(flows_br0)))
+    check(t.sb.ofctl("--bundle", "add-flows", "br1", str(flows_customer)))
+    check(t.sb.ofctl("--bundle", "add-flows", "br2", str(flows_customer)))
+    wire = provider_crossings(t, request, edges, tagged([l2tags.PushVlan(tpid, 4094)]),
+                              lambda cust: tagged([l2tags.PopVlan()]))
+    wait_ping(t, ns0, "10.2.2.2")
+    t.check_ping(ns0, "10.2.2.2")
+    t.check_ping(ns0, "10.2.2.2", "-s", "1600")
+    assert wire.verify() >= 40
+
+
+TUNNEL_DROPS = r"dropping VLAN (0|300) packet received on dot1q-tunnel port"
+
+
+@FLAVOUR
+@upstream("802.1ad - 802.1q tunnel")
+def test_8021q_tunnel(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                      flavour: str) -> None:
+    """C-VLANs 100, 200 and 300 between at_ns0 and at_ns1, through br1, br0
+    and br2 (all NORMAL); br0's ports ovs-p0 and ovs-p2 are vlan_mode
+    dot1q-tunnel, tag 4094, cvlans 100,200.  Upstream's pings of 56 and 1600
+    bytes on C-VLANs 100 and 200, all answered; on 300 the ping must fail
+    (exit 1), OVS logging the drops (upstream's allowlist).  Judged, from
+    ovs-vswitchd.conf.db(5): a dot1q-tunnel port puts what it receives with a
+    permitted C-VLAN into S-VLAN 4094 (an 802.1ad tag pushed), and a
+    dot1q-tunnel port of that S-VLAN removes the S-tag on output, so br0
+    forwards a permitted frame unchanged and nothing of C-VLAN 300; br1 and
+    br2 switch the customer's frames unchanged."""
+    t = start(system_traffic, flavour)
+    t.sb.allow_log(TUNNEL_DROPS)
+    ns0, _, edges = three_bridges(t, (100, 200, 300))
+    for bridge in ("br0", "br1", "br2"):
+        check(t.sb.ofctl("add-flow", bridge, "action=normal"))
+    for port in ("ovs-p0", "ovs-p2"):
+        check(t.sb.vsctl("set", "port", port, "vlan_mode=dot1q-tunnel", "tag=4094",
+                         "cvlans=100,200"))
+    through = tagged([l2tags.PushVlan(l2tags.TPID_STAG, 4094), l2tags.PopVlan()])
+
+    def br0(c: Captured) -> list[bytes]:
+        return through(c) if vids(c.frame)[:1] in ([100], [200]) else []
+    wire = provider_crossings(t, request, edges, br0, lambda cust: switched(port_tx(t, cust)),
+                              blocked=300)
+    wait_ping(t, ns0, "10.2.2.2")
+    wait_ping(t, ns0, "10.3.2.2")
+    t.check_ping(ns0, "10.2.2.2")
+    t.check_ping(ns0, "10.3.2.2")
+    t.check_ping(ns0, "10.2.2.2", "-s", "1600")
+    t.check_ping(ns0, "10.3.2.2", "-s", "1600")
+    check_no_ping(t, ns0, "10.4.2.2")
+    assert wire.verify() >= 48
