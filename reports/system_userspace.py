@@ -259,4 +259,13 @@ NOT_HERE: dict[str, str] = {
     "layer3 - ping over Bareudp":
         "upstream skips it in userspace: OVS_CHECK_BAREUDP (the userspace datapath has "
         "no bareudp tunnels)",
+    "interface - datapath ports garbage collection":
+        "upstream skips it in userspace: AT_SKIP_IF([! ovs-appctl dpctl/show | grep -q "
+        "ovs-system]) (the kernel datapath's ports and its geneve backing device)",
+    "interface - datapath port rename":
+        "upstream skips it in userspace: AT_SKIP_IF([! ovs-appctl dpctl/show | grep -q "
+        "ovs-system]) (a device renamed while attached to the kernel datapath)",
+    "interface - patch port name exceeds IFNAMSIZ on vswitchd restart":
+        "upstream skips it in userspace: AT_SKIP_IF([! ovs-appctl dpctl/show | grep -q "
+        "ovs-system]) (kernel datapath only)",
 }
