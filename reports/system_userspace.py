@@ -268,4 +268,10 @@ NOT_HERE: dict[str, str] = {
     "interface - patch port name exceeds IFNAMSIZ on vswitchd restart":
         "upstream skips it in userspace: AT_SKIP_IF([! ovs-appctl dpctl/show | grep -q "
         "ovs-system]) (kernel datapath only)",
+    "datapath - configure cache size":
+        "upstream skips it in userspace: OVS_CHECK_KERNEL_EXCL (the kernel datapath's "
+        "masks cache, through ovs-dpctl)",
+    "meters - datapath probe":
+        "upstream skips it in userspace: OVS_CHECK_MIN_KERNEL (the kernel datapath's "
+        "meter probe across an ovs-vswitchd restart)",
 }
