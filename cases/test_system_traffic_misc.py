@@ -524,3 +524,4 @@ def test_dump_of_rules_for_ufid(system_traffic: Callable[..., Traffic],
         assert out == want, f"ofproto/detrace {ufids[0]} ({flt}): expected\n{want}got\n{out}"
     resume()
     assert wire.verify() >= 6
+
