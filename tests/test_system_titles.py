@@ -44,7 +44,7 @@ def test_system_traffic_ids_name_titles_of_the_file() -> None:
          "cases/test_system_traffic_simulated.py", "cases/test_system_traffic_srv6.py",
          "cases/test_system_traffic_truncate.py", "cases/test_system_traffic_l2.py",
          "cases/test_system_traffic_mpls.py", "cases/test_system_traffic_igmp.py",
-         "cases/test_system_traffic_actions.py"],
+         "cases/test_system_traffic_actions.py", "cases/test_system_traffic_misc.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = {tuple(line.split("\t")[1:3]) for line in proc.stdout.splitlines()
@@ -52,4 +52,26 @@ def test_system_traffic_ids_name_titles_of_the_file() -> None:
     listed = {t.title for t in FILES["system-traffic.at"]}
     assert {file for file, _ in found} == {"system-traffic.at"}
     assert {title for _, title in found} <= listed, {title for _, title in found} - listed
-    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 1  # tunnels, truncate, l2, mpls, igmp, clone
+    # tunnels, truncate, l2, mpls, igmp, clone and drop, misc
+    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 2 + 8
+
+
+def test_system_route_and_interface_titles() -> None:
+    """Every test of system-route.at and system-interface.at is named by an id,
+    or is one check-system-userspace skips (NOT_HERE), not both."""
+    from reports.system_userspace import NOT_HERE
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.upstream_dump",
+         "--collect-only", "-q", "cases/test_system_route.py", "cases/test_system_interface.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found: dict[str, set[str]] = defaultdict(set)
+    for line in proc.stdout.splitlines():
+        if line.startswith("UPSTREAM\t"):
+            _, file, title, _ = line.split("\t")
+            found[file].add(title)
+    assert set(found) == {"system-route.at", "system-interface.at"}, sorted(found)
+    for file in found:
+        listed = {t.title for t in FILES[file]}
+        assert found[file] | (listed & set(NOT_HERE)) == listed, listed - found[file]
+        assert not found[file] & set(NOT_HERE), found[file] & set(NOT_HERE)

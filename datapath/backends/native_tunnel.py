@@ -131,13 +131,18 @@ def _missing_tc_police() -> str | None:
     answers = []
     try:
         ns.ip("link", "add", "probe0", "type", "veth", "peer", "name", "probe1")
-        ns.run(["tc", "qdisc", "add", "dev", "probe0", "ingress"])
+        proc = ns.run(["tc", "qdisc", "add", "dev", "probe0", "ingress"], check=False)
+        if proc.returncode != 0:
+            return (f"this kernel has no ingress qdisc (CONFIG_NET_SCH_INGRESS), under "
+                    f"which OVS polices: 'tc qdisc add ... ingress' says "
+                    f"{(proc.stderr or proc.stdout).strip()!r}")
         for cls in ("matchall", "basic"):
             proc = ns.run(["tc", "filter", "add", "dev", "probe0", "parent", "ffff:", cls,
                            "action", "police", "rate", "1mbit", "burst", "10k"], check=False)
             if proc.returncode == 0:
                 return None
-            answers.append(f"{cls}: {(proc.stderr or proc.stdout).strip().splitlines()[0]!r}")
+            said = (proc.stderr or proc.stdout).strip() or "no output"
+            answers.append(f"{cls}: {said.splitlines()[0]!r}")
     finally:
         ns.delete()
     return (f"this kernel has no tc policers ({TC_POLICE_FEATURE}): 'tc filter add ... "
