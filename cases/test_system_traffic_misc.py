@@ -28,7 +28,7 @@ from datapath.backends.netns import KernelSide, Netns
 from datapath.model.actions import mod_nw_src, output
 from datapath.model.ipv6addr import set_ipv6_addr
 from fixtures.kernel_peer import rx_flags
-from fixtures.system_l2 import Crossings, port_tx, switched
+from fixtures.system_l2 import Crossings, port_tx, switched, through_br0
 from fixtures.system_traffic import FLAVOUR, Traffic, payload, upstream
 from harness.control import check
 from harness.filters import (
@@ -76,17 +76,6 @@ def two_ports(t: Traffic, addr0: str, addr1: str, mac0: str = "", mac1: str = ""
     return ns0, ns1
 
 
-def both_ways(t: Traffic, request: pytest.FixtureRequest, ns0: Netns, ns1: Netns) -> Crossings:
-    """The hops p0 -> p1 and p1 -> p0, each as NORMAL or plain output finishes
-    the frame for its tx port (model.forward)."""
-    wire = Crossings(t, request)
-    wire.hop("at_ns0 -> br0 -> at_ns1", (ns0, "p0", True), (ns1, "p1", False),
-             switched(port_tx(t, "ovs-p1")))
-    wire.hop("at_ns1 -> br0 -> at_ns0", (ns1, "p1", True), (ns0, "p0", False),
-             switched(port_tx(t, "ovs-p0")))
-    return wire
-
-
 # ----------------------------------------------------------------------------
 
 
@@ -108,7 +97,7 @@ def test_simulated_flow_action_update(system_traffic: Callable[..., Traffic],
     flows2.write_text("modify in_port=ovs-p0,actions=ovs-p1\n"
                       "modify in_port=ovs-p1,actions=ovs-p0\n")
     check(t.sb.ofctl("add-flows", "br0", str(flows)))
-    wire = both_ways(t, request, ns0, ns1)
+    wire = through_br0(t, request, ns0, ns1)
     rounds = ((None, "756", "882", 9, ",1"), (flows2, "1596", "1862", 19, ""),
               (flows, "2436", "2842", 29, ",1"))
     for update, kernel_bytes, want_bytes, packets, br0 in rounds:
@@ -143,7 +132,7 @@ def test_netdev_offload_software_fallback(system_traffic: Callable[..., Traffic]
     t.run(["ethtool", "-K", "ovs-p1", "sg", "off"])
     check(t.sb.vsctl("del-port", "ovs-p1"))
     check(t.sb.vsctl("add-port", "br0", "ovs-p1"))
-    wire = both_ways(t, request, ns0, ns1)
+    wire = through_br0(t, request, ns0, ns1)
     t.check_ping(ns0, "10.1.1.2", "-s", "3200")
     t.check_ping(ns1, "10.1.1.1", "-s", "3200")
     data = payload(60000)
@@ -483,11 +472,7 @@ def test_dump_of_rules_for_ufid(system_traffic: Callable[..., Traffic],
     check(t.sb.ofctl("add-groups", "br0", str(files["groups.txt"])))
     check(t.sb.ofctl("add-flows", "br0", str(files["flows.txt"])))
     check(t.sb.ofctl("add-flows", "br1", str(files["flows1.txt"])))
-    wire = Crossings(t, request)
-    wire.hop("at_ns0 -> br0 -> at_ns1", (ns0, "p1", True), (ns1, "p2", False),
-             switched(port_tx(t, "ovs-p2")))
-    wire.hop("at_ns1 -> br0 -> at_ns0", (ns1, "p2", True), (ns0, "p1", False),
-             switched(port_tx(t, "ovs-p1")))
+    wire = through_br0(t, request, ns0, ns1, "p1", "p2")
     got = t.ping(ns0, "10.0.0.2", interval="0.1")
     assert got == "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n", got
     check(t.sb.appctl("revalidator/wait"))
