@@ -28,6 +28,7 @@ from fixtures.system_l2 import (
     port_tx,
     switched,
     tagged,
+    through_br0,
     vlan_stack_probed,
 )
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
@@ -46,16 +47,6 @@ def two_ports(t: Traffic, six: bool) -> tuple:  # type: ignore[type-arg]
     t.add_veth("p0", ns0, "br0", "fc00::1/96" if six else "10.1.1.1/24", "", "", *flags)
     t.add_veth("p1", ns1, "br0", "fc00::2/96" if six else "10.1.1.2/24", "", "", *flags)
     return ns0, ns1
-
-
-def through_br0(t: Traffic, request: pytest.FixtureRequest, ns0, ns1) -> Crossings:  # type: ignore[no-untyped-def]
-    """p0 -> br0 -> p1 and back, NORMAL: the model's output for each tx port."""
-    wire = Crossings(t, request)
-    wire.hop("at_ns0 -> br0 -> at_ns1", (ns0, "p0", True), (ns1, "p1", False),
-             switched(port_tx(t, "ovs-p1")))
-    wire.hop("at_ns1 -> br0 -> at_ns0", (ns1, "p1", True), (ns0, "p0", False),
-             switched(port_tx(t, "ovs-p0")))
-    return wire
 
 
 def pings(t: Traffic, ns, dst: str, six: bool) -> None:  # type: ignore[no-untyped-def]

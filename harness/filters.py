@@ -221,3 +221,33 @@ def strip_recirc(text: str) -> str:
     return _join(_sub_lines(text, [(r"recirc_id\([x0-9a-f]*\)", "recirc_id(<recirc>)"),
                                    (r"recirc_id=[x0-9a-f]*", "recirc_id=<recirc>"),
                                    (r"recirc\([x0-9a-f]*\)", "recirc(<recirc>)")]))
+
+
+def strip_ptype(text: str) -> str:
+    """ofproto-macros.at strip_ptype."""
+    return _join(_sub_lines(text, [(r"packet_type\(ns=[0-9]*,id=[0-9]*\),", "")]))
+
+
+def strip_eth(text: str) -> str:
+    """ofproto-macros.at strip_eth: a bare eth() removed."""
+    return _join(_sub_lines(text, [(r"eth\(\),", "")]))
+
+
+def strip_key32(text: str) -> str:
+    """ofproto-macros.at strip_key32."""
+    return _join(_sub_lines(text, [(r"key32\([0-9 /]*\),", "")]))
+
+
+def strip_dp_hash(text: str) -> str:
+    """ofproto-macros.at strip_dp_hash."""
+    return _join(_sub_lines(text, [(r"dp_hash\([0-9a-fx/]*\),", "")]))
+
+
+def strip_duration(text: str) -> str:
+    """ofproto-macros.at strip_duration."""
+    return _join(_sub_lines(text, [(r"duration=[0-9.]*s,", "")]))
+
+
+def parse_ufid(text: str) -> list[str]:
+    """ofproto-macros.at parse_ufid: every ufid:... in the text."""
+    return re.findall(r"ufid:[-0-9a-f]*", text)

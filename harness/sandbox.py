@@ -85,6 +85,10 @@ class Sandbox:
         # OVS_VSWITCHD_STOP's OVS_CHECK_BATCH_GROW(): the dp_packet_batch_grow counter
         # at stop (0 unless a case expects batches to grow; None: not checked).
         self.expected_batch_grow: int | None = 0
+        # Set once stop() ran: a case that stops OVS itself (upstream's
+        # OVS_TRAFFIC_VSWITCHD_STOP before its last checks) leaves nothing to the
+        # fixture's own stop.
+        self.stopped = False
         self.log = Log(rundir, lambda: self.vswitchd, self.assert_alive)
 
     # -- lifecycle ---------------------------------------------------------
@@ -133,7 +137,11 @@ class Sandbox:
         return self
 
     def stop(self, scan_logs: bool = True) -> None:
-        """OVS_VSWITCHD_STOP: log scan, then exit --cleanup and reap both daemons."""
+        """OVS_VSWITCHD_STOP: log scan, then exit --cleanup and reap both daemons.
+        A second call does nothing."""
+        if self.stopped:
+            return
+        self.stopped = True
         errors: list[str] = []
         vswitchd = self.vswitchd
         died = vswitchd is not None and not vswitchd.alive()

@@ -267,4 +267,19 @@ NOT_HERE: dict[str, str] = {
     "layer3 - ping over Bareudp":
         "upstream skips it in userspace: OVS_CHECK_BAREUDP (the userspace datapath has "
         "no bareudp tunnels)",
+    "interface - datapath ports garbage collection":
+        "upstream skips it in userspace: AT_SKIP_IF([! ovs-appctl dpctl/show | grep -q "
+        "ovs-system]) (the kernel datapath's ports and its geneve backing device)",
+    "interface - datapath port rename":
+        "upstream skips it in userspace: AT_SKIP_IF([! ovs-appctl dpctl/show | grep -q "
+        "ovs-system]) (a device renamed while attached to the kernel datapath)",
+    "interface - patch port name exceeds IFNAMSIZ on vswitchd restart":
+        "upstream skips it in userspace: AT_SKIP_IF([! ovs-appctl dpctl/show | grep -q "
+        "ovs-system]) (kernel datapath only)",
+    "datapath - configure cache size":
+        "upstream skips it in userspace: OVS_CHECK_KERNEL_EXCL (the kernel datapath's "
+        "masks cache, through ovs-dpctl)",
+    "meters - datapath probe":
+        "upstream skips it in userspace: OVS_CHECK_MIN_KERNEL (the kernel datapath's "
+        "meter probe across an ovs-vswitchd restart)",
 }

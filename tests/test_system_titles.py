@@ -18,18 +18,24 @@ SYSTEM_DPDK = tuple(t.title for t in FILES["system-dpdk.at"])
 SYSTEM_AFXDP = tuple(t.title for t in FILES["system-afxdp.at"])
 
 
-def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
+def named_titles(*modules: str) -> dict[str, set[str]]:
+    """File -> the upstream titles the modules' ids name (collected, not run)."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.upstream_dump",
-         "--collect-only", "-q", "cases/test_system_dpdk.py", "cases/test_system_dpdk_mtu.py",
-         "cases/test_system_dpdk_ping.py",
-         "cases/test_system_afxdp.py"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+         "--collect-only", "-q", *modules], cwd=ROOT, capture_output=True, text=True,
+        timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found: dict[str, set[str]] = defaultdict(set)
     for line in proc.stdout.splitlines():
         if line.startswith("UPSTREAM\t"):
             _, file, title, _ = line.split("\t")
             found[file].add(title)
+    return found
+
+
+def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
+    found = named_titles("cases/test_system_dpdk.py", "cases/test_system_dpdk_mtu.py",
+                         "cases/test_system_dpdk_ping.py", "cases/test_system_afxdp.py")
     assert found["system-dpdk.at"] == set(SYSTEM_DPDK), \
         set(SYSTEM_DPDK) ^ found["system-dpdk.at"]
     assert found["system-afxdp.at"] == set(SYSTEM_AFXDP), \
@@ -38,18 +44,27 @@ def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
 
 
 def test_system_traffic_ids_name_titles_of_the_file() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.upstream_dump",
-         "--collect-only", "-q", "cases/test_system_traffic.py",
-         "cases/test_system_traffic_simulated.py", "cases/test_system_traffic_srv6.py",
-         "cases/test_system_traffic_truncate.py", "cases/test_system_traffic_l2.py",
-         "cases/test_system_traffic_mpls.py", "cases/test_system_traffic_igmp.py",
-         "cases/test_system_traffic_actions.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    found = {tuple(line.split("\t")[1:3]) for line in proc.stdout.splitlines()
-             if line.startswith("UPSTREAM\t")}
+    found = named_titles(
+        "cases/test_system_traffic.py", "cases/test_system_traffic_simulated.py",
+        "cases/test_system_traffic_srv6.py", "cases/test_system_traffic_truncate.py",
+        "cases/test_system_traffic_l2.py", "cases/test_system_traffic_mpls.py",
+        "cases/test_system_traffic_igmp.py", "cases/test_system_traffic_actions.py",
+        "cases/test_system_traffic_misc.py")
     listed = {t.title for t in FILES["system-traffic.at"]}
-    assert {file for file, _ in found} == {"system-traffic.at"}
-    assert {title for _, title in found} <= listed, {title for _, title in found} - listed
-    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 1  # tunnels, truncate, l2, mpls, igmp, clone
+    assert set(found) == {"system-traffic.at"}, sorted(found)
+    titles = found["system-traffic.at"]
+    assert titles <= listed, titles - listed
+    # tunnels, truncate, l2, mpls, igmp, clone and drop, misc
+    assert len(titles) >= 22 + 1 + 10 + 14 + 2 + 2 + 8
+
+
+def test_system_route_and_interface_titles() -> None:
+    """Every test of system-route.at and system-interface.at is named by an id,
+    or is one check-system-userspace skips (NOT_HERE), not both."""
+    from reports.system_userspace import NOT_HERE
+    found = named_titles("cases/test_system_route.py", "cases/test_system_interface.py")
+    assert set(found) == {"system-route.at", "system-interface.at"}, sorted(found)
+    for file in found:
+        listed = {t.title for t in FILES[file]}
+        assert found[file] | (listed & set(NOT_HERE)) == listed, listed - found[file]
+        assert not found[file] & set(NOT_HERE), found[file] & set(NOT_HERE)

@@ -80,6 +80,12 @@ KINDS: dict[str, NativeKind] = {
 # SRv6 is no device: the far end is a seg6 encap route and a seg6local one
 # (OVS_CHECK_SRV6 probes the first).
 SEG6_FEATURE = "CONFIG_IPV6_SEG6_LWTUNNEL (seg6 routes)"
+# Nor is "tc-police": OVS's ingress policing on a Linux device, a tc policer
+# under a matchall classifier, or under a basic one where matchall is missing.
+TC_POLICE_FEATURE = ("CONFIG_NET_CLS_MATCHALL or CONFIG_NET_CLS_BASIC, with "
+                     "CONFIG_NET_ACT_POLICE (tc ingress policers)")
+# The kernel features that are no device, beside KINDS.
+OTHER_FEATURES = ("srv6", "tc-police")
 
 
 @functools.cache
@@ -89,6 +95,8 @@ def missing(kind: str) -> str | None:
     `ip` answered."""
     if kind == "srv6":
         return _missing_seg6()
+    if kind == "tc-police":
+        return _missing_tc_police()
     spec = KINDS[kind]
     ns = Netns(unique_name("probe"))
     try:
@@ -122,6 +130,29 @@ def _missing_seg6() -> str | None:
         return None
     return (f"this kernel has no SRv6 routes ({SEG6_FEATURE}): 'ip -6 route add fc00::1/96 "
             f"encap seg6 mode encap ...' says {(proc.stderr or proc.stdout).strip()!r}")
+
+
+def _missing_tc_police() -> str | None:
+    ns = Netns(unique_name("probe"))
+    answers = []
+    try:
+        ns.ip("link", "add", "probe0", "type", "veth", "peer", "name", "probe1")
+        proc = ns.run(["tc", "qdisc", "add", "dev", "probe0", "ingress"], check=False)
+        if proc.returncode != 0:
+            return (f"this kernel has no ingress qdisc (CONFIG_NET_SCH_INGRESS), under "
+                    f"which OVS polices: 'tc qdisc add ... ingress' says "
+                    f"{(proc.stderr or proc.stdout).strip()!r}")
+        for cls in ("matchall", "basic"):
+            proc = ns.run(["tc", "filter", "add", "dev", "probe0", "parent", "ffff:", cls,
+                           "action", "police", "rate", "1mbit", "burst", "10k"], check=False)
+            if proc.returncode == 0:
+                return None
+            said = (proc.stderr or proc.stdout).strip() or "no output"
+            answers.append(f"{cls}: {said.splitlines()[0]!r}")
+    finally:
+        ns.delete()
+    return (f"this kernel has no tc policers ({TC_POLICE_FEATURE}): 'tc filter add ... "
+            f"action police' says {'; '.join(answers)}")
 
 
 def add_native_tunnel(ns: Netns, kind: str, name: str, remote: str, overlay: str,
