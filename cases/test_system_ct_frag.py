@@ -22,7 +22,8 @@ from collections.abc import Callable
 import pytest
 
 from datapath.model.actions import Action
-from datapath.model.conntrack import EST, NEW, TRK, Ct
+from datapath.model.conntrack import EST, NEW, RPL, TRK, Ct, Nat
+from datapath.model.ipfrag import parse
 from datapath.model.packet import Packet
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, dump_ct
 from fixtures.system_ct_frag import (
@@ -43,7 +44,6 @@ from fixtures.system_ct_frag import (
     modify_fragmentation,
     set_min_frag_size,
 )
-from fixtures.system_l2 import under_test
 from fixtures.system_traffic import FLAVOUR, Traffic, format_ping, upstream
 from harness.control import check
 from harness.filters import ofctl_strip
@@ -56,17 +56,6 @@ ICMP, UDP, ICMPV6 = 1, 17, 58
 LOST = re.compile(r"^(\d+) packets transmitted, 0 received, 100% packet loss, time 0ms\n$")
 ONE_OK = "1 packets transmitted, 1 received, 0% packet loss, time 0ms\n"
 Out = list[tuple[str | None, list[Action]]]
-
-
-def is_fragment(frame: bytes) -> bool:
-    """An IPv4 or IPv6 fragment (RFC 791 §3.1 MF or offset; RFC 8200 §4.5)."""
-    pkt = Packet.parse(frame)
-    return pkt.ipv in (4, 6) and (pkt.outer.fragment or pkt.outer.payload is None)
-
-
-def whole(frame: bytes) -> bool:
-    """The frames the model can follow: not fragments (module docstring)."""
-    return under_test(frame) and not is_fragment(frame)
 
 
 def lost(t: Traffic, ns, dst: str, six: bool = False) -> int:  # type: ignore[no-untyped-def]
@@ -95,12 +84,14 @@ def normal(a: Arrival) -> Out:
 def zone9_pipeline(ip: int, proto: int | None) -> Callable[[Arrival], Out]:
     """Upstream's zone-9 table: from port 1 (`proto`, None: any) ct(commit,zone=9),2;
     from port 2 ct(table=0,zone=9), then +trk+est-new to port 1.  ARP (v4) or
-    ND (v6) by NORMAL."""
+    ND (v6) by NORMAL.  A fragment is reassembled in zone 9 by the ct."""
     def pipeline(a: Arrival) -> Out:
         if a.eth_type == ARP or icmp6_nd(a):
             return normal(a)
         if a.eth_type != ip or (proto is not None and a.ip_proto != proto):
             return []
+        if not a.reassemble(9):
+            return []  # held by ct until its datagram completes
         if a.ofport == 1:
             return [("ovs-p1", [Ct(a.table, zone=9, commit=True)])]
         st = a.state(9).state
@@ -132,21 +123,23 @@ def test_ipv4_fragmentation(system_traffic: Callable[..., Traffic], request: pyt
     """ICMP from ns0 committed in zone 9, replies let through when established.
     Pings of 1600 and 3200 bytes (2 and 3 fragments each way) are answered;
     ipf then counts 30 v4 fragments accepted and reassembled; a 65507-byte
-    ping reassembles to a packet ipf will not send (logged).  Judged: ARP
-    (the fragments are out of the model's reach: module docstring)."""
+    ping reassembles to a packet ipf will not send (logged).  Judged, up to
+    that ping: ARP, and every fragment, reassembled in zone 9 for the model's
+    tracker and refragmented on output (datapath/model/ipfrag.py).  The
+    65535-byte datagram ipf refuses to send is OVS's own limit, no protocol
+    rule: its fragments are left unjudged."""
     t: Traffic = system_traffic(flavour)
     t.sb.allow_log(r"Unsupported big reassembled v4 packet")
     ns0, ns1 = ct_ports(t)
     add_flows(t, V4_ZONE9)
     wire = CtWire.on(t, request, [ns0, ns1], zone9_pipeline(IPV4, ICMP))
-    wire.judged = whole
     modify_fragmentation(t)
     t.check_ping(ns0, "10.1.1.2", "-s", "1600")
     t.check_ping(ns0, "10.1.1.2", "-s", "3200")
     check_fragmentation_pass(t)
+    assert wire.verify() >= 30 + 2  # the 30 fragments (each reassembled and sent on), ARP
     t.run(["ping", "-s", "65507", "-q", "-c", "1", "-W", "0.5", "10.1.1.2"], ns0)
     check_frag_large(t, "v4")
-    assert wire.verify() >= 2
 
 
 @FLAVOUR
@@ -156,20 +149,20 @@ def test_ipv6_fragmentation(system_traffic: Callable[..., Traffic], request: pyt
     """IPv6 from ns0 committed in zone 9, replies let through when
     established, ND by NORMAL.  Pings of 1600 and 3200 bytes are answered; a
     65487-byte one reassembles to a packet ipf will not send (logged).
-    Judged: ND and the unfragmented pings (OVS_WAIT_UNTIL's ping6), each
-    through the model's tracker; the fragments are out of its reach."""
+    Judged, up to that ping: the unfragmented ping6 (OVS_WAIT_UNTIL's) and
+    every fragment, reassembled for the model's tracker and refragmented on
+    output; the datagram ipf refuses is OVS's limit, left unjudged."""
     t: Traffic = system_traffic(flavour)
     t.sb.allow_log(r"Unsupported big reassembled v6 packet")
     ns0, ns1 = ct_ports(t, six=True)
     add_flows(t, V6_ZONE9)
     wire = CtWire.on(t, request, [ns0, ns1], zone9_pipeline(IPV6, None))
-    wire.judged = whole
     t.wait_ping6(ns0, "fc00::2")
     t.check_ping(ns0, "fc00::2", "-s", "1600", six=True)
     t.check_ping(ns0, "fc00::2", "-s", "3200", six=True)
+    assert wire.verify() >= 30 + 2  # the fragments, the unfragmented ping6 and its reply
     t.run(["ping6", "-s", "65487", "-q", "-c", "1", "-W", "0.5", "fc00::2"], ns0)
     check_frag_large(t, "v6")
-    assert wire.verify() >= 2  # the unfragmented ping6 and its reply
 
 
 def first_only(ip: int, proto: int | None) -> Callable[[Arrival], Out]:
@@ -178,11 +171,12 @@ def first_only(ip: int, proto: int | None) -> Callable[[Arrival], Out]:
     later fragments meet the drop.  A first fragment whose datagram never
     completes stays in ipf: nothing of it leaves (ovs-actions(7), ct: a
     fragment is held until the packet is reassembled)."""
-    inner = zone9_pipeline(ip, proto)
+    inner = zone9_pipeline(ip, proto)  # its ct holds the first fragments
 
     def pipeline(a: Arrival) -> Out:
-        if a.ofport == 1 and a.eth_type == ip and is_fragment(a.frame):
-            return []
+        frag = parse(a.frame)
+        if a.ofport == 1 and a.eth_type == ip and frag is not None and frag.offset:
+            return []  # ip_frag=later: the drop, before any ct
         return inner(a)
     return pipeline
 
@@ -245,6 +239,46 @@ V6_ORIG_LAST = ("50540000000950540000000a86dd" "6000000001182c40" + "fc00" + "00
                 + "fc00" + "00" * 13 + "02" + "110005389bdb1fa7" + "00" * 272)
 
 
+def type_code(frame: bytes) -> tuple[int, int] | None:
+    """An ICMP or ICMPv6 packet's type and code (its ct_tp_src and ct_tp_dst
+    as the original direction of a connection it starts, ovs-fields(7))."""
+    pkt = Packet.parse(frame)
+    at = pkt.outer.payload
+    if pkt.proto not in (ICMP, ICMPV6) or at is None or len(frame) < at + 2:
+        return None
+    return frame[at], frame[at + 1]
+
+
+def orig_pipeline(ip: int, echo_proto: int, echo: int) -> Callable[[Arrival], Out]:
+    """The ct orig match tables: every untracked IP packet to ct(table=0) (zone
+    0, where fragments are reassembled); from port 1 a new UDP 1 -> 2
+    connection committed, a new echo request (ct_tp_src=echo, ct_tp_dst=0)
+    committed and sent to port 2; from port 2 a reply of the echo (IPv6:
+    +est+rpl, ct_tp_src=128) to port 1.  ARP or ND by NORMAL."""
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == ARP or icmp6_nd(a):
+            return normal(a)
+        if a.eth_type != ip:
+            return []
+        if not a.reassemble(0):
+            return []
+        res = a.state(0)
+        st, orig = res.state, res.orig
+        if not st & TRK or orig is None:
+            return [(None, [Ct(a.table)])]
+        if a.ofport == 2:
+            # the model tracks ICMP echo only, from the request: its
+            # ct_tp_src is the request's type
+            ok = orig.proto == echo_proto and st & RPL and (ip == IPV4 or st & EST)
+            return [("ovs-p0" if ok else None, [Ct(a.table)])]
+        if st & NEW and orig.proto == UDP and (orig.sport, orig.dport) == (1, 2):
+            return [(None, [Ct(a.table), Ct(a.table, commit=True)])]
+        if st & NEW and orig.proto == echo_proto and type_code(a.frame) == (echo, 0):
+            return [("ovs-p1", [Ct(a.table), Ct(a.table, commit=True)])]
+        return [(None, [Ct(a.table)])]
+    return pipeline
+
+
 def sendpkt(t: Traffic, ns, port: str, frame: str) -> None:  # type: ignore[no-untyped-def]
     """NS_CHECK_EXEC([ns], [$PYTHON3 $srcdir/sendpkt.py port frame]): an AF_PACKET send."""
     from datapath.backends.netns import KernelSide
@@ -261,7 +295,8 @@ def test_ipv4_fragmentation_ct_orig_match(system_traffic: Callable[..., Traffic]
     ping: the reassembled packets are tracked and matched on their original
     direction's tuple (ct_nw_proto, ct_tp_src, ct_tp_dst): UDP committed and
     dropped, ICMP committed and sent on, its reply let back.  Both
-    connections are in the table.  Judged: ARP (module docstring)."""
+    connections are in the table.  Judged: every frame, the fragments
+    reassembled for the model's tracker (the UDP ones go nowhere)."""
     t: Traffic = system_traffic(flavour)
     ns0, ns1 = ct_ports(t)
     add_flows(t, ["priority=1,action=drop", "priority=10,arp,action=normal",
@@ -271,8 +306,7 @@ def test_ipv4_fragmentation_ct_orig_match(system_traffic: Callable[..., Traffic]
                   "ct_state=+new+trk,action=ct(commit)",
                   "priority=100,in_port=1,ip,ct_nw_proto=1,ct_tp_src=8,ct_tp_dst=0,"
                   "ct_state=+new+trk,action=ct(commit),2"])
-    wire = CtWire.on(t, request, [ns0, ns1], lambda a: normal(a) if a.eth_type == ARP else [])
-    wire.judged = whole
+    wire = CtWire.on(t, request, [ns0, ns1], orig_pipeline(IPV4, ICMP, 8))
     sendpkt(t, ns0, "p0", V4_ORIG_FIRST)
     sendpkt(t, ns0, "p0", V4_ORIG_LAST)
     got = t.ping(ns0, "10.1.1.2", "-s", "1600", count=1, wait_s="1")
@@ -290,7 +324,7 @@ def test_ipv4_fragmentation_ct_orig_match(system_traffic: Callable[..., Traffic]
 def test_ipv6_fragmentation_ct_orig_match(system_traffic: Callable[..., Traffic],
                                           request: pytest.FixtureRequest, flavour: str) -> None:
     """As the IPv4 test, for IPv6 (ICMPv6 echo: ct_tp_src=128, ct_tp_dst=0;
-    the reply +trk+est+rpl with ct_tp_src=128).  Judged: ND."""
+    the reply +trk+est+rpl with ct_tp_src=128).  Judged as the IPv4 test."""
     t: Traffic = system_traffic(flavour)
     ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
     t.add_veth("p0", ns0, "br0", "fc00::1/96", "50:54:00:00:00:09", "", "nodad")
@@ -304,8 +338,7 @@ def test_ipv6_fragmentation_ct_orig_match(system_traffic: Callable[..., Traffic]
                   "ct_state=+new+trk,action=ct(commit),2",
                   "priority=100,icmp6,icmp_type=135,action=normal",
                   "priority=100,icmp6,icmp_type=136,action=normal"])
-    wire = CtWire.on(t, request, [ns0, ns1], lambda a: normal(a) if icmp6_nd(a) else [])
-    wire.judged = whole
+    wire = CtWire.on(t, request, [ns0, ns1], orig_pipeline(IPV6, ICMPV6, 128))
     sendpkt(t, ns0, "p0", V6_ORIG_FIRST)
     sendpkt(t, ns0, "p0", V6_ORIG_LAST)
     got = t.ping(ns0, "fc00::2", "-s", "1600", count=1, wait_s="1", six=True)
@@ -390,6 +423,22 @@ def test_fragments_by_packet_out(system_traffic: Callable[..., Traffic], flavour
 # NAT of a fragmented ping
 
 
+def nat_pipeline(a: Arrival) -> Out:
+    """table 0: untracked IP to ct(table=1,nat); table 1: +new from ovs-p0
+    ct(commit,nat(src=10.1.1.1)) to ovs-p1, +est either way across."""
+    if a.eth_type == ARP:
+        return normal(a)
+    if a.eth_type != IPV4 or not a.reassemble(0):
+        return []
+    st = a.state(0, Nat()).state
+    first = Ct(a.table, nat=Nat())
+    if a.ofport == 1 and st & TRK and st & NEW:
+        return [("ovs-p1", [first, Ct(a.table, commit=True, nat=Nat.of("src", "10.1.1.1"))])]
+    if st & TRK and st & EST:
+        return [("ovs-p1" if a.ofport == 1 else "ovs-p0", [first])]
+    return [(None, [first])]
+
+
 @FLAVOUR
 @upstream("conntrack - IPv4 Fragmentation + NAT")
 def test_ipv4_fragmentation_nat(system_traffic: Callable[..., Traffic],
@@ -398,7 +447,8 @@ def test_ipv4_fragmentation_nat(system_traffic: Callable[..., Traffic],
     loopback, routed by ns1's address 10.2.1.2): reassembled, SNATed to
     10.1.1.1, fragmented again, answered; the reply un-NATed.  Upstream's
     tcpdumps are 'solely for debugging': the captures here are the wire's.
-    Judged: ARP (NAT of the reassembled packet is out of the model's reach)."""
+    Judged: ARP, and every fragment: reassembled, tracked and NATed by the
+    model, refragmented on output (ovs-actions(7) ct; RFC 791 §3.2)."""
     t: Traffic = system_traffic(flavour)
     ns0, ns1 = ct_ports(t, addrs=("10.2.1.1/24", "10.2.1.2/24"))
     t.ip("addr", "add", "10.1.1.2/32", "dev", "lo", ns=ns1)
@@ -413,8 +463,7 @@ def test_ipv4_fragmentation_nat(system_traffic: Callable[..., Traffic],
                     "table=1,ct_state=+trk+est,ip,in_port=ovs-p0, actions=ovs-p1\n"
                     "table=1,ct_state=+trk+est,ip,in_port=ovs-p1, actions=ovs-p0\n")
     check(t.sb.ofctl("add-flows", "br0", str(path)))
-    wire = CtWire.on(t, request, [ns0, ns1], lambda a: normal(a) if a.eth_type == ARP else [])
-    wire.judged = whole
+    wire = CtWire.on(t, request, [ns0, ns1], nat_pipeline)
     got = format_ping(t.run(["ping", "-c", "1", "10.1.1.2", "-M", "dont", "-s", "4500"], ns0,
                             timeout=60).stdout)
     assert got == "1 packets transmitted, 1 received, 0% packet loss, time 0ms\n", got

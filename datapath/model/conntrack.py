@@ -271,7 +271,8 @@ class Conntrack:
         if pkt.l3 is None or pkt.ipv not in (4, 6):
             raise NotImplementedError("model: conntrack of a non-IP packet")
         if pkt.outer.fragment or pkt.outer.payload is None:
-            raise NotImplementedError("model: conntrack of a fragment (reassembly)")
+            raise NotImplementedError("model: conntrack of a fragment (reassemble it first: "
+                                      "datapath/model/ipfrag.py)")
         if pkt.ipv == 4 and not self.l3_valid(pkt):
             pkt.notes.append("conntrack: IPv4 checksum bad: +inv")
             return Result(TRK | INV, zone)

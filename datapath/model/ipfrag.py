@@ -64,7 +64,7 @@ class Fragment:
     frame: bytes
     l3: int
     ipv: int
-    key: tuple[object, ...]  # (ipv, src, dst, [proto,] identification)
+    key: tuple[int | bytes, ...]  # (ipv, src, dst, [proto,] identification)
     offset: int  # in octets
     more: bool  # MF / M
     data: bytes  # the fragmentable part it carries
@@ -88,7 +88,8 @@ def parse(frame: bytes) -> Fragment | None:
         if not flags_ofs & 0x3FFF or ihl < 20 or total < ihl or len(frame) < l3 + total:
             return None
         proto = frame[l3 + 9]
-        key = (4, frame[l3 + 12:l3 + 16], frame[l3 + 16:l3 + 20], proto, ident)
+        key: tuple[int | bytes, ...] = (4, frame[l3 + 12:l3 + 16], frame[l3 + 16:l3 + 20],
+                                         proto, ident)
         return Fragment(frame, l3, 4, key, (flags_ofs & 0x1FFF) * 8, bool(flags_ofs & 0x2000),
                         frame[l3 + ihl:l3 + total], ident, ihl, 0, proto)
     if eth_type == ETH_TYPE_IPV6 and len(frame) >= l3 + IPV6_HEADER:
@@ -102,13 +103,14 @@ def parse(frame: bytes) -> Fragment | None:
         if frame[l3 + nh_at] != IPV6_FRAGMENT or ofs + 8 > end:
             return None
         ofs_m, ident = struct.unpack_from("!HI", frame, ofs + 2)
-        key = (6, frame[l3 + 8:l3 + 24], frame[l3 + 24:l3 + 40], ident)
+        key = (6, frame[l3 + 8:l3 + 24], frame[l3 + 24:l3 + 40], ident)  # RFC 8200 §4.5
         return Fragment(frame, l3, 6, key, ofs_m & 0xFFF8, bool(ofs_m & 1),
                         frame[ofs + 8:end], ident, ofs - l3, nh_at, frame[ofs])
     return None
 
 
 def is_fragment(frame: bytes) -> bool:
+    """Whether `frame` holds an IPv4 or IPv6 fragment (MF/M set, or an offset)."""
     return parse(frame) is not None
 
 
@@ -173,7 +175,7 @@ class _Datagram:
 class Reassembly:
     """The fragments held, per zone and datagram, until their datagram completes."""
 
-    held: dict[tuple[object, ...], _Datagram] = field(default_factory=dict)
+    held: dict[tuple[int | bytes, ...], _Datagram] = field(default_factory=dict)
     overlapped: int = 0  # datagrams abandoned for overlapping fragments
     notes: list[str] = field(default_factory=list)
 
