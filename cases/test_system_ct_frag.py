@@ -7,12 +7,16 @@ FORMAT_PING, dpctl/dump-conntrack | FORMAT_CT, dpctl/ipf-get-status, the
 fragment lists).  The ipf macros of system-userspace-macros.at are in
 fixtures/system_ct_frag.py.
 
-Beyond upstream, the frames that cross OVS go through the model's connection
-tracker (fixtures/system_ct.CtWire) where the model reaches: it does not
-reassemble fragments (RFC 791 §3.2, RFC 8200 §4.5), so a fragment conntrack
-must see whole is out of its reach and left unjudged (`WHOLE`); ARP, Neighbour
-Discovery, the unfragmented packets and the fragments a rule drops before any
-ct are judged.
+Beyond upstream, every frame that crosses br0 goes through the model's
+connection tracker (fixtures/system_ct.CtWire), fragments included: a ct on
+a fragment holds it until its datagram is complete, tracks the reassembled
+packet, and what it outputs is refragmented (ovs-actions(7) ct;
+datapath/model/ipfrag.py after RFC 791 §3.2, RFC 8200 §4.5, RFC 5722).  Where
+nothing crosses (the packet-out tests), OVS's table is compared with the
+model's as well as with upstream's.  Out of the model's reach, and said so
+where it matters: ipf's own limits (the 65535-byte datagram it will not send,
+its counters), timeouts (the expiry is put in the model's timeline where the
+dump shows it), SCTP.
 """
 from __future__ import annotations
 
