@@ -252,6 +252,12 @@ NOT_HERE: dict[str, str] = {
     "conntrack - multi-stage pipeline, local":
         "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
         "the local stack's conntrack state from an internal port to userspace)",
+    "conntrack - Fragmentation over vxlan":
+        "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
+        "the local stack's conntrack state from an internal port to userspace)",
+    "conntrack - IPv6 Fragmentation over vxlan":
+        "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
+        "the local stack's conntrack state from an internal port to userspace)",
     "conntrack - fragment reassembly with L3 L4 protocol information":
         "upstream skips it in userspace: CHECK_L3L4_CONNTRACK_REASM (a kernel-datapath "
         "regression)",

@@ -88,6 +88,18 @@ def test_udp_is_new_until_seen_from_both_directions() -> None:
     assert run(ct, udp(sport=40001), Ct(ct))[0] == "+new+trk"
 
 
+def test_ipv6_tuple_is_read_past_extension_headers() -> None:
+    """RFC 8200 §4: the upper-layer header (its ports) follows the extension headers."""
+    from scapy.layers.inet6 import IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop, RouterAlert
+    ct = Conntrack()
+    hbh = IPv6(src=A6, dst=B6) / IPv6ExtHdrHopByHop(options=[RouterAlert()]) / \
+        IPv6ExtHdrDestOpt()
+    assert run(ct, frame(hbh / UDP(sport=1, dport=2) / Raw(b"x")), Ct(ct, commit=True))[0] \
+        == "+new+trk"
+    assert ct.conns[0].orig == Key(A6, B6, 17, 1, 2)
+    assert run(ct, udp(B6, A6, 2, 1), Ct(ct))[0] == "+est+rpl+trk"
+
+
 def test_zones_are_separate_tables() -> None:
     ct = Conntrack()
     run(ct, udp(), Ct(ct, zone=1, commit=True))

@@ -72,7 +72,16 @@ from typing import NamedTuple
 
 from datapath.model import csum, ct_nat
 from datapath.model.actions import Action
-from datapath.model.packet import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, Packet, ipv6_header
+from datapath.model.packet import (
+    IPV6_AH,
+    IPV6_EXT_HEADERS,
+    PROTO_ICMP,
+    PROTO_ICMPV6,
+    PROTO_TCP,
+    PROTO_UDP,
+    Packet,
+    ipv6_header,
+)
 from datapath.offloads import CsumState
 
 ICMP_ERRORS = (3, 4, 5, 11, 12)  # unreachable, source quench, redirect, time exceeded, param
@@ -271,7 +280,8 @@ class Conntrack:
         if pkt.l3 is None or pkt.ipv not in (4, 6):
             raise NotImplementedError("model: conntrack of a non-IP packet")
         if pkt.outer.fragment or pkt.outer.payload is None:
-            raise NotImplementedError("model: conntrack of a fragment (reassembly)")
+            raise NotImplementedError("model: conntrack of a fragment (reassemble it first: "
+                                      "datapath/model/ipfrag.py)")
         if pkt.ipv == 4 and not self.l3_valid(pkt):
             pkt.notes.append("conntrack: IPv4 checksum bad: +inv")
             return Result(TRK | INV, zone)
@@ -377,7 +387,8 @@ class Conntrack:
 
 
 def packet_key(data: bytes | bytearray, l3: int, ipv: int) -> Key:
-    """The 5-tuple of the IP packet at `l3` (an ICMP echo's identifier in both ports)."""
+    """The 5-tuple of the IP packet at `l3` (an ICMP echo's identifier in both
+    ports; IPv6: the protocol after the extension headers)."""
     if ipv == 4:
         ihl = (data[l3] & 0x0F) * 4
         proto, l4 = data[l3 + 9], l3 + ihl
@@ -386,6 +397,11 @@ def packet_key(data: bytes | bytearray, l3: int, ipv: int) -> Key:
     else:
         v6 = ipv6_header(data, l3)
         proto, l4 = v6.next_header, l3 + 40
+        # The upper-layer header follows the extension headers (RFC 8200 §4;
+        # AH's length is in 4-octet units, RFC 4302 §2.2).
+        while proto in IPV6_EXT_HEADERS and l4 + 8 <= len(data):
+            proto, l4 = data[l4], l4 + ((data[l4 + 1] + 2) * 4 if proto == IPV6_AH
+                                        else (data[l4 + 1] + 1) * 8)
         src = str(ipaddress.IPv6Address(bytes(data[l3 + 8:l3 + 24])))
         dst = str(ipaddress.IPv6Address(bytes(data[l3 + 24:l3 + 40])))
     sport = dport = 0
