@@ -241,6 +241,9 @@ SYSTEM_USERSPACE: dict[str, tuple[tuple[int, str], ...]] = {
 # A title whose reproduction only lacks a kernel feature on this machine is not
 # here: its ids skip, naming the feature they probed.
 NOT_HERE: dict[str, str] = {
+    "conntrack - multiple namespaces, internal ports":
+        "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
+        "the local stack's conntrack state from an internal port to userspace)",
     "conntrack - multiple zones, local":
         "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
         "the local stack's conntrack state from an internal port to userspace)",
