@@ -1,5 +1,5 @@
 """system-traffic.at's conntrack tests whose traffic is HTTP (OVS_START_L7 and
-OVS_GET_HTTP, fixtures/system_ct_l7.py): zones, marks, labels, registers, two
+OVS_GET_HTTP, fixtures/system_ct_macros.py): zones, marks, labels, registers, two
 bridges.  Upstream's topology, flows, traffic and checks (curl's exit code,
 dpctl/dump-conntrack | FORMAT_CT, the datapath flows where upstream reads
 them); beyond upstream, every frame that crossed OVS judged by the model's
@@ -19,7 +19,7 @@ import pytest
 from datapath.model.actions import Action
 from datapath.model.conntrack import EST, INV, NEW, TRK, Ct
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
-from fixtures.system_ct_l7 import Out, check_http, l2_icmp, start_l7_http, tcp_ct
+from fixtures.system_ct_macros import Out, check_http, l2_icmp, start_l7_http, tcp_ct
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
 
