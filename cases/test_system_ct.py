@@ -31,7 +31,9 @@ from fixtures.system_ct_macros import (
     check_lost,
     grep_ct,
     monitor,
+    packet_in_states,
     start_l7_http,
+    wait_packet_ins,
 )
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import Result, check
@@ -91,7 +93,8 @@ def test_controller(system_traffic: Callable[..., Traffic], request: pytest.Fixt
     (ct(commit),controller) and the reply again (+est+rpl: controller).  The
     monitor must show exactly the last two.  Beyond upstream: the judge
     replays the three through the model's tracker and no frame may leave by
-    either port (every path ends at the controller or a drop)."""
+    either port (every path ends at the controller or a drop), and the
+    packet-in's ct_state is the model's."""
     t: Traffic = system_traffic(flavour)
     check(t.sb.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg", "ofproto_dpif_upcall:dbg"))
     ns0, ns1 = ct_ports(t)
@@ -116,7 +119,7 @@ def test_controller(system_traffic: Callable[..., Traffic], request: pytest.Fixt
                                  (2, UDP_2_1, "ct(table=0)")):
         wire.inject(f"ovs-p{ofport - 1}", pkt)
         check(t.sb.ofctl("-O", "OpenFlow13", "packet-out", "br0", str(ofport), actions, pkt))
-    log = mon.exit()
+    log = wait_packet_ins(mon, 2)
     assert log == (
         "NXT_PACKET_IN2 (xid=0x0): total_len=42 in_port=1 (via action) data_len=42 (unbuffered)\n"
         "udp,vlan_tci=0x0000,dl_src=50:54:00:00:00:09,dl_dst=50:54:00:00:00:0a,nw_src=10.1.1.1,"
@@ -128,6 +131,10 @@ def test_controller(system_traffic: Callable[..., Traffic], request: pytest.Fixt
         "nw_dst=10.1.1.1,nw_tos=0,nw_ecn=0,nw_ttl=0,nw_frag=no,tp_src=2,tp_dst=1 udp_csum:0\n"), \
         f"ofctl_monitor.log:\n{log}"
     assert wire.verify() == 0
+    # The second packet-in follows the third packet's ct(table=0) (the model's
+    # third lookup); the first follows no recirculation, so carries no state.
+    model = [None, wire.table.results[2].text]
+    assert packet_in_states(log) == model, f"ct_state in the packet-ins, the model's: {model}"
 
 
 @FLAVOUR
@@ -138,8 +145,8 @@ def test_force_commit(system_traffic: Callable[..., Traffic], request: pytest.Fi
     which ends the connection and starts one in their direction (ovs-actions(7)
     `force`): the monitor shows the reply as +new+trk, the table holds
     10.1.1.2 -> 10.1.1.1; one more packet from port 1 turns it back.  Beyond
-    upstream: the model replays the four packets and nothing may leave by a
-    port."""
+    upstream: the model replays the four packets, nothing may leave by a
+    port, and the packet-in's ct_state is the model's."""
     t: Traffic = system_traffic(flavour)
     check(t.sb.appctl("vlog/set", "dpif:dbg", "dpif_netdev:dbg", "ofproto_dpif_upcall:dbg"))
     ns0, ns1 = ct_ports(t)
@@ -167,7 +174,7 @@ def test_force_commit(system_traffic: Callable[..., Traffic], request: pytest.Fi
     wire.packet_out("ovs-p0", UDP_1_2, "-O", "OpenFlow13", in_port="1")
     wire.packet_out("ovs-p1", UDP_2_1, "-O", "OpenFlow13", in_port="2")
     check(t.sb.appctl("revalidator/purge"))
-    log = mon.exit()
+    log = wait_packet_ins(mon, 2)
     assert log == (
         "NXT_PACKET_IN2 (xid=0x0): cookie=0x0 total_len=42 in_port=1 (via action) data_len=42 "
         "(unbuffered)\n"
@@ -186,6 +193,10 @@ def test_force_commit(system_traffic: Callable[..., Traffic], request: pytest.Fi
     check_grep_ct(t, r"orig=.src=10\.1\.1\.1,", "udp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=1,"
                   "dport=2),reply=(src=10.1.1.2,dst=10.1.1.1,sport=2,dport=1)\n")
     assert wire.verify() == 0
+    # The second packet-in follows the third packet's ct(force,commit,table=1),
+    # the model's fourth ct: the connection turned round, +new.
+    model = [None, wire.table.results[3].text]
+    assert packet_in_states(log) == model, f"ct_state in the packet-ins, the model's: {model}"
 
 
 CT1 = ("udp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=1,dport=2),reply=(src=10.1.1.2,dst=10.1.1.1,"
