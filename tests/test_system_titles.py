@@ -44,7 +44,8 @@ def test_system_traffic_ids_name_titles_of_the_file() -> None:
          "cases/test_system_traffic_simulated.py", "cases/test_system_traffic_srv6.py",
          "cases/test_system_traffic_truncate.py", "cases/test_system_traffic_l2.py",
          "cases/test_system_traffic_mpls.py", "cases/test_system_traffic_igmp.py",
-         "cases/test_system_traffic_actions.py"],
+         "cases/test_system_traffic_actions.py", "cases/test_system_ct.py",
+         "cases/test_system_ct_related.py", "cases/test_system_ct_http.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = {tuple(line.split("\t")[1:3]) for line in proc.stdout.splitlines()
@@ -52,4 +53,5 @@ def test_system_traffic_ids_name_titles_of_the_file() -> None:
     listed = {t.title for t in FILES["system-traffic.at"]}
     assert {file for file, _ in found} == {"system-traffic.at"}
     assert {title for _, title in found} <= listed, {title for _, title in found} - listed
-    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 1  # tunnels, truncate, l2, mpls, igmp, clone
+    # tunnels, truncate, l2, mpls, igmp, clone; conntrack: ping/dpctl, related, http
+    assert len(found) >= 22 + 1 + 10 + 14 + 2 + 1 + 8 + 5 + 14
