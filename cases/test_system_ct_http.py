@@ -28,14 +28,12 @@ pytestmark = pytest.mark.requires(backend="tap")
 Factory = Callable[..., Traffic]
 
 
-def tracked(st: int) -> bool:
-    return bool(st & TRK)
-
-
-def label_of(a: Arrival, zone: int = 0) -> tuple[int, int]:
+def tracked_metadata(a: Arrival, zone: int = 0) -> tuple[int, int] | None:
     """(ct_mark, ct_label) of the packet after a ct in `zone`: its committed
-    connection's, zero otherwise (ovs-fields(7))."""
+    connection's, zero otherwise (ovs-fields(7)); None if it is not tracked."""
     res = a.state(zone)
+    if not res.state & TRK:
+        return None
     if res.committed and res.conn is not None:
         return res.conn.mark, res.conn.label
     return 0, 0
@@ -401,9 +399,8 @@ def mark_case(t: Traffic, request: pytest.FixtureRequest, flows: list[str],
             commit = Ct(a.table, commit=True, label=(value, (1 << 128) - 1)) if field == "label" \
                 else Ct(a.table, commit=True, mark=(value, 0xFFFFFFFF))
             return [(f"ovs-p{p}", [commit])]
-        mark, label = label_of(a)
-        got = label if field == "label" else mark
-        ok = tracked(a.state().state) and got == ours
+        meta = tracked_metadata(a)
+        ok = meta is not None and meta[1 if field == "label" else 0] == ours
         return [(f"ovs-p{p - 2}" if ok else None, [Ct(a.table)])]
 
     wire = CtWire.on(t, request, spaces, pipeline)
