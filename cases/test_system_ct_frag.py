@@ -599,9 +599,7 @@ def test_zone_based_timeout_policy(system_traffic: Callable[..., Traffic],
 
     def traffic() -> None:
         t.check_ping(ns0, "10.1.1.2")
-        check(t.sb.ofctl("-O", "OpenFlow13", "packet-out", "br0",
-                         f"in_port=1 packet={UDP_OUT} actions=resubmit(,0)"))
-        wire.inject("ovs-p0", bytes.fromhex(UDP_OUT))
+        wire.packet_out("ovs-p0", UDP_OUT, "-O", "OpenFlow13", in_port="1")
 
     def expired() -> None:
         """sleep 6, then AT_CHECK([dpctl/dump-conntrack | FORMAT_CT(10.1.1.2)], [0], [])."""

@@ -246,6 +246,9 @@ PSAMPLE_SKIPPED = (
     "its probe is not even tried for netdev datapaths)")
 
 NOT_HERE: dict[str, str] = {
+    "conntrack - multiple namespaces, internal ports":
+        "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
+        "the local stack's conntrack state from an internal port to userspace)",
     "conntrack - multiple zones, local":
         "upstream skips it in userspace: CHECK_CONNTRACK_LOCAL_STACK (no way to pass "
         "the local stack's conntrack state from an internal port to userspace)",
