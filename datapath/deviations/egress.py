@@ -36,6 +36,7 @@ class Deviation:
     completions: dict[str, Completion | None] = field(default_factory=dict)
     gre: int | None = None
     note: str = ""
+    dropped: bool = False  # OVS hands the port a frame it refuses: nothing leaves
 
 
 def check_crashes(pkt: Packet, tx: TxOffloads) -> None:
