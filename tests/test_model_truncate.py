@@ -202,3 +202,19 @@ def test_a_linux_port_refuses_nothing_of_a_whole_field() -> None:
     completes it under the header's payload length over the header alone."""
     _, exp = _into_vxlan("udp", 6, 14 + 40 + 8)
     assert exp.not_sent == 0 and exp.bugs == [TRUNC_PENDING_CSUM]
+
+
+def test_the_rest_of_a_refused_batch_is_lost_with_it() -> None:
+    """--backend tap test_output_max_len[tx_l4-udp4-rx_partial-max_len40]: the
+    cut copy's checksum field is past the cut, the veth refuses it, and the
+    whole packet output after it in the same batch is lost too."""
+    from datapath.deviations import ports
+    from datapath.model.bugs import TRUNC_CSUM_PAST_END
+    from datapath.model.hooks import NOT_SENT
+    with ports.linux_egress():
+        exp = model.forward(UDP, [Truncate(40), output("p2"), output("p2")],
+                            TxOffloads.parse("l4"), PENDING)
+    assert exp.bugs == [TRUNC_CSUM_PAST_END] and exp.ovs_allowed[1] != {NOT_SENT: {}}
+    ports.lost_with_the_refused(exp)
+    assert exp.ovs_allowed == [{NOT_SENT: {}}, {NOT_SENT: {}}] and exp.not_sent == 2
+    assert exp.judge([]).status == "known" and exp.judge([UDP]).status == "mismatch"

@@ -18,6 +18,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from datapath.model import Expected
+from datapath.model.hooks import NOT_SENT
+
 _LINUX: list[bool] = [False]
 
 # What OVS logs where the kernel refuses a frame it hands to a system port
@@ -38,3 +41,20 @@ def linux_egress() -> Iterator[None]:
 def linux() -> bool:
     """Whether the tx port is a Linux one (see the module's docstring)."""
     return _LINUX[-1]
+
+
+def lost_with_the_refused(expected: Expected) -> None:
+    """The frames of one packet's outputs to one port go out in one batch, and
+    netdev_linux_sock_batch_send() gives up on a batch at its first failed
+    sendmmsg(): every frame after one the port refuses is lost with it
+    (TRUNC_CSUM_PAST_END, already named by the refused one)."""
+    known = expected.padded("ovs_allowed")
+    refused = [i for i, ovs in enumerate(known) if set(ovs) == {NOT_SENT}]
+    if not refused:
+        return
+    for i in range(refused[0] + 1, len(known)):
+        if set(known[i]) != {NOT_SENT}:
+            known[i] = {NOT_SENT: {}}
+            expected.notes.append(f"frame {i}: lost with frame {refused[0]}, which the port "
+                                  "refused, in the same output batch")
+    expected.ovs_allowed = known

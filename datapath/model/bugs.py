@@ -443,6 +443,10 @@ TRUNC_CSUM_PAST_END = OvsBug(
                          "checksumming; here into VXLAN", "--backend tap "
                          "cases/test_truncate.py::"
                          "test_output_max_len_into_tunnel[tx_l4-vxlan-ul4-udp4-max_len40]"),
+                RealPort("veth", "the same on a plain path, the whole packet output after the "
+                         "cut copy lost with it in the same batch", "--backend tap "
+                         "cases/test_truncate.py::"
+                         "test_output_max_len[tx_l4-udp4-rx_partial-max_len40]"),
                 RealPort("tap", "the same, to a tap (its TUNSETOFFLOAD has TUN_F_CSUM): OVS "
                          "writes the same virtio-net header to the tap's fd, and tun_get_user() "
                          "makes the same hdr_len check (sources: the rigs' tx ports are "
