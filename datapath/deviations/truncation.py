@@ -7,7 +7,9 @@ checksum over such a packet goes by the nested-checksum shortcut, which reads
 the headers as they were before the cut (bugs.TRUNC_PENDING_CSUM,
 TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH).  Which of these shows depends on
 the port: `truncated` keeps what OVS would do on the packet (an OvsCut) and
-egress decides.
+egress decides.  A Linux port that takes the offload (ports.py) completes it
+from OVS's seed, or refuses the frame whose checksum field the cut left out
+(TRUNC_CSUM_PAST_END).
 """
 from __future__ import annotations
 
@@ -93,7 +95,8 @@ def deviations(pkt: Packet, slots: list[str], tx: TxOffloads | None) -> list[Dev
     handed the IPv6 checksum with OVS's seed (the header's payload length).  It
     is wrong where the cut fell in the inner TCP/UDP header or before it (the
     shortcut sums headers that are gone), or over IPv6 where OVS completes the
-    inner checksum itself (over the L4 bytes left)."""
+    inner checksum itself (over the L4 bytes left).  A Linux port handed the
+    inner checksum: see _linux()."""
     cut, ovs = pkt.cut, state(pkt).cut
     if cut is None or ovs is None:
         return []
