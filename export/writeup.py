@@ -157,6 +157,19 @@ RULES: dict[str, Rule] = {
         "packet, or drop the offload flags (and the L4 offsets) of a packet it cuts: "
         "then the truncated copy's checksums are the packet's, and a tunnel's outer "
         "checksum is a full one over the bytes that leave"),
+    "trunc-csum-past-end": Rule(
+        "output max_len - cut before a pending l4 csum field",
+        "Documentation/ref/ovs-actions.7.rst, output: \"With max_len, the packet is "
+        "truncated to at most nbytes bytes before being output\": the packet's first "
+        "max_len bytes must leave.  A checksum whose field is gone has nothing left to "
+        "complete, so the port must not be asked to complete it: the virtio-net header "
+        "(VIRTIO 1.1 section 5.1.6.2) that asks for it points past the frame, and Linux "
+        "refuses the frame (net/packet/af_packet.c, drivers/net/tun_vnet.h: hdr_len is "
+        "raised to csum_start + csum_offset + 2, and one past the frame is EINVAL).",
+        "finish the pending checksums before dp_packet_batch_apply_cutlen() cuts the "
+        "packet, or drop the offload flags (and the L4 offsets) of a packet it cuts: "
+        "then the truncated copy's checksums are the packet's, and a tunnel's outer "
+        "checksum is a full one over the bytes that leave"),
     "ct-icmp6-nat-conn-proto": Rule(
         "conntrack - nat of an icmpv6 error keeps its embedded packet",
         "RFC 5508 section 4.2 (and RFC 5382 section 7.1 for TCP): a NAT translates an "

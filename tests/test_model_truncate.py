@@ -137,3 +137,84 @@ def test_into_a_udp_tunnel_a_cut_in_the_inner_udp_header_breaks_the_outer_checks
                                 output("p2")], TxOffloads(), PENDING)
     sent = Packet.parse(exp.ovs_frames[0])
     assert sent.l4_sum(sent.outer) != 0xFFFF and exp.bugs == [TRUNC_TUNNEL_OUTER_CSUM]
+
+
+# Out of a Linux port that offers L4 checksum offload (a veth with tx
+# checksumming): OVS hands it the pending checksum in a virtio-net header, the
+# field seeded with the pseudo-header of the IP header's lengths
+# (datapath/deviations/ports.py).
+
+def _into_vxlan(l4: str, ipv: int, cut: int) -> tuple[bytes, model.Expected]:
+    from datapath.deviations import ports
+    from fixtures.frames import compose
+    from fixtures.tunnel import spec
+    frame = compose(l4, ipv, payload=bytes(range(20)))
+    with ports.linux_egress():
+        exp = model.forward(frame, [Truncate(cut), PushTunnel(spec("vxlan", 4, True), "11"),
+                                    output("p2")], TxOffloads.parse("l4"), PENDING)
+    return frame, exp
+
+
+def test_a_linux_port_completes_the_cut_checksum_from_ovs_seed() -> None:
+    """The vector of --backend tap test_output_max_len_into_tunnel[tx_l4-vxlan-ul4-
+    tcp6-max_len80]: the inner TCP checksum under the IPv6 header's payload length
+    (the uncut packet's) over the 26 bytes left, and OVS's outer UDP checksum,
+    taken by its shortcut, right for the bytes that leave."""
+    from datapath.model import csum
+    frame, exp = _into_vxlan("tcp", 6, 80)
+    assert exp.bugs == [TRUNC_PENDING_CSUM]
+    sent = Packet.parse(exp.ovs_frames[0])
+    assert sent.l4_sum(sent.outer) == 0xFFFF
+    inner = exp.ovs_frames[0][50:]
+    left = bytearray(inner[54:80])
+    left[16:18] = b"\0\0"
+    want = csum.finish(csum.ones_sum(bytes(left), csum.pseudo_header_v6(
+        frame[22:38], frame[38:54], 6, len(frame) - 54)))
+    assert int.from_bytes(inner[70:72], "big") == want
+    assert inner[:70] + inner[72:] == frame[:70] + frame[72:80]
+
+
+@pytest.mark.parametrize("l4,ipv,cut", [("udp", 4, 40), ("tcp", 4, 14), ("tcp", 6, 40)])
+def test_a_linux_port_refuses_a_checksum_field_past_the_cut(l4: str, ipv: int,
+                                                           cut: int) -> None:
+    """The field ends past the cut: the kernel refuses the virtio-net header
+    (__packet_snd_vnet_parse(): EINVAL), nothing leaves; no crash, OVS does not
+    sum the negative L4 size itself."""
+    from datapath.model.bugs import TRUNC_CSUM_PAST_END
+    from datapath.model.hooks import NOT_SENT
+    _, exp = _into_vxlan(l4, ipv, cut)
+    assert exp.bugs == [TRUNC_CSUM_PAST_END] and exp.ovs_allowed == [{NOT_SENT: {}}]
+    assert exp.not_sent == 1 and exp.ovs_frames == []
+    assert exp.judge([]).status == "known"
+    assert exp.judge(exp.frames).status == "gone"
+
+
+def test_a_linux_port_is_not_handed_what_ovs_completes_first() -> None:
+    """Cut inside the inner TCP header: OVS's outer checksum shortcut gives up,
+    so OVS completes the inner checksum itself (its field is gone with the cut)
+    and hands the port nothing to complete: the model's frame leaves."""
+    _, exp = _into_vxlan("tcp", 6, 64)
+    assert not exp.bugs and exp.not_sent == 0
+
+
+def test_a_linux_port_refuses_nothing_of_a_whole_field() -> None:
+    """Cut at the end of the IPv6 UDP header: the field is whole, and the port
+    completes it under the header's payload length over the header alone."""
+    _, exp = _into_vxlan("udp", 6, 14 + 40 + 8)
+    assert exp.not_sent == 0 and exp.bugs == [TRUNC_PENDING_CSUM]
+
+
+def test_the_rest_of_a_refused_batch_is_lost_with_it() -> None:
+    """--backend tap test_output_max_len[tx_l4-udp4-rx_partial-max_len40]: the
+    cut copy's checksum field is past the cut, the veth refuses it, and the
+    whole packet output after it in the same batch is lost too."""
+    from datapath.deviations import ports
+    from datapath.model.bugs import TRUNC_CSUM_PAST_END
+    from datapath.model.hooks import NOT_SENT
+    with ports.linux_egress():
+        exp = model.forward(UDP, [Truncate(40), output("p2"), output("p2")],
+                            TxOffloads.parse("l4"), PENDING)
+    assert exp.bugs == [TRUNC_CSUM_PAST_END] and exp.ovs_allowed[1] != {NOT_SENT: {}}
+    ports.lost_with_the_refused(exp)
+    assert exp.ovs_allowed == [{NOT_SENT: {}}, {NOT_SENT: {}}] and exp.not_sent == 2
+    assert exp.judge([]).status == "known" and exp.judge([UDP]).status == "mismatch"

@@ -75,6 +75,9 @@ class OvsObserver(hooks.Observer):
         found = egress.deviations(pkt, [s.name for s in typed], tx)
         if not found:
             return {}, [], []
+        dropped = [d for d in found if d.dropped]
+        if dropped:  # OVS hands the port what it refuses: nothing else matters
+            return {hooks.NOT_SENT: {}}, [d.bug for d in dropped], [d.note for d in dropped]
         merged = egress.merge(pkt, found)
         ovs = variants(merged.pkt, typed, merged.completions, merged.gre)[0]
         if set(ovs) <= set(allowed):  # all OVS may send is allowed: nothing shows

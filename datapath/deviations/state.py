@@ -28,6 +28,13 @@ class OvsCut:
     # The uncut packet's ones' sum, where a UDP tunnel's outer checksum shortcut
     # would take the uncut headers; None where the shortcut gives up.
     uncut_sum: int | None
+    # The bytes a Linux port makes of it, handed the checksum in a virtio-net
+    # header with OVS's seed (the pseudo-header of the IP header's lengths),
+    # summed over what is left (TRUNC_PENDING_CSUM on a tap or veth).
+    seeded: Change | None = None
+    # The checksum field itself is past the cut: a Linux port refuses the packet
+    # whose virtio-net header points there (TRUNC_CSUM_PAST_END).
+    field_gone: bool = False
 
 
 @dataclass

@@ -22,7 +22,8 @@ VALIDATED_ON = "4.0.0"
 # a standard or from OVS's documentation that OVS may keep by design; or latent,
 # where no real port produces the input (only netdev-dummy's options reach it).
 CLASSES = ("bug", "by-design", "latent")
-SEVERITIES = ("crash", "corrupts data on the wire", "wrong counters", "cosmetic")
+SEVERITIES = ("crash", "corrupts data on the wire", "loses packets", "wrong counters",
+              "cosmetic")
 # Real port kinds; "any" for an input every kind can carry.
 PORT_KINDS = ("tap", "veth", "vhost-user", "afxdp", "dpdk", "any")
 
@@ -345,7 +346,8 @@ TRUNC_PENDING_CSUM = OvsBug(
     "from a port that leaves it to the NIC, e.g. a veth with tx checksum offload) "
     "completes that checksum over the truncated bytes: the truncated copy carries a "
     "checksum of no packet (under IPv4's pseudo-header of the header's total length, "
-    "IPv6's of the L4 bytes left) instead of the one the packet carries on the wire "
+    "IPv6's of the L4 bytes left, or, where a Linux port completes it from OVS's seed, of "
+    "the header's payload length) instead of the one the packet carries on the wire "
     "(ovs-actions(7): truncation serves mirroring to a collector, which should see the "
     "packet's first bytes; userspace-checksum-offloading.rst: OVS postpones checksum "
     "updates until the packet egresses).  No receiver can verify a truncated segment's "
@@ -366,7 +368,12 @@ TRUNC_PENDING_CSUM = OvsBug(
                          "test_basic_truncate_action[tso]"),
                 RealPort("tap", "the same, to a veth without tx checksumming",
                          "--backend tap cases/test_truncate.py::"
-                         "test_output_max_len[tx_none-tcp4-rx_partial-max_len64]")),
+                         "test_output_max_len[tx_none-tcp4-rx_partial-max_len64]"),
+                RealPort("veth", "the same into VXLAN, to a veth with tx checksumming: OVS "
+                         "hands it the checksum with its seed (the IP header's lengths), so "
+                         "over IPv6 the veth completes it under the header's payload length",
+                         "--backend tap cases/test_truncate.py::"
+                         "test_output_max_len_into_tunnel[tx_l4-vxlan-ul4-tcp6-max_len80]")),
     why="a truncated segment's checksum is verifiable by no receiver, and a NIC handed the "
         "cut packet with its pseudo-header seed computes what OVS computes over IPv4; it "
         "diverges from ovs-actions(7) (the collector sees the packet's first bytes) read "
@@ -417,6 +424,37 @@ TRUNC_L4_CUT_CRASH = OvsBug(
                 RealPort("tap", "the same, to a veth without tx checksumming",
                          "--backend tap cases/test_truncate.py::"
                          "test_output_max_len[tx_none-tcp4-rx_partial-max_len20]")))
+
+TRUNC_CSUM_PAST_END = OvsBug(
+    "trunc-csum-past-end",
+    "output(max_len) of a packet whose TCP/UDP checksum is still pending, to a Linux port "
+    "that offers L4 checksum offload (a veth or tap with userspace TSO): where the cut "
+    "falls before the end of that checksum field (in or before the TCP/UDP header), OVS "
+    "still hands the port a virtio-net header asking it to complete the checksum there, "
+    "past the end of the frame; the kernel refuses the frame (sendmmsg() fails with "
+    "EINVAL), so nothing leaves, no tx counter counts it (OVS only logs 'error sending "
+    "Ethernet packet'), and every later packet of the same output batch to that port is "
+    "lost with it (netdev_linux_sock_batch_send() gives up at the first error).  "
+    "ovs-actions(7) has the first max_len bytes leave",
+    "lib/netdev-linux.c netdev_linux_prepend_vnet_hdr() (NEEDS_CSUM, csum_start and "
+    "csum_offset from the L4 offset, kept by dp_packet_batch_apply_cutlen(); the seed "
+    "written past the tail); the kernel's net/packet/af_packet.c __packet_snd_vnet_parse() "
+    "raises hdr_len to csum_start + csum_offset + 2 and returns -EINVAL when it is past "
+    "the frame",
+    cls="bug", severity="loses packets", root_cause="cutlen-keeps-offload-flags",
+    real_ports=(RealPort("veth", "a Linux sender's TCP/UDP checksum left to the NIC, output "
+                         "with max_len before the end of its checksum field to a veth with tx "
+                         "checksumming; here into VXLAN", "--backend tap "
+                         "cases/test_truncate.py::"
+                         "test_output_max_len_into_tunnel[tx_l4-vxlan-ul4-udp4-max_len40]"),
+                RealPort("veth", "the same on a plain path, the whole packet output after the "
+                         "cut copy lost with it in the same batch", "--backend tap "
+                         "cases/test_truncate.py::"
+                         "test_output_max_len[tx_l4-udp4-rx_partial-max_len40]"),
+                RealPort("tap", "the same, to a tap (its TUNSETOFFLOAD has TUN_F_CSUM): OVS "
+                         "writes the same virtio-net header to the tap's fd, and tun_get_user() "
+                         "makes the same hdr_len check (sources: the rigs' tx ports are "
+                         "veths)")))
 
 CT_TCP_SYN_SENT_REPLY = OvsBug(
     "ct-tcp-syn-sent-reply",
@@ -480,5 +518,5 @@ TUNNEL_CSUM_TRUSTS_RX_GOOD = OvsBug(
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
-       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, CT_TCP_SYN_SENT_REPLY,
+       TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, TRUNC_CSUM_PAST_END, CT_TCP_SYN_SENT_REPLY,
        CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD)

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from datapath.offloads import TxOffloads
 
 Verdicts = dict[str, str]
+# What Observer.egress() returns as the frame the datapath under test sends, where
+# it sends none at all (the port refuses what it is handed).
+NOT_SENT = b""
 
 
 class Known(Protocol):
@@ -76,8 +79,8 @@ class Observer:
                                                         list[str]]:
         """Before the contract is applied at egress (`pkt` as handed, `slots`
         pending, `allowed` what the contract allows): what the datapath under
-        test sends instead (empty: nothing else), the known deviations that make
-        it differ, and notes."""
+        test sends instead (empty: nothing else; NOT_SENT: no frame at all), the
+        known deviations that make it differ, and notes."""
         return {}, [], []
 
     def crashes(self, pkt: "Packet", tx: "TxOffloads") -> None:
