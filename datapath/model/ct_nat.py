@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from datapath.model import csum
 from datapath.model.actions import SetIPv4Addr, SetL4Port
-from datapath.model.packet import PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, Packet
+from datapath.model.packet import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, Packet
 
 if TYPE_CHECKING:
     from datapath.model.conntrack import Key
@@ -48,6 +48,14 @@ def rewrite(pkt: Packet, outer: Key, to: Key, related: bool) -> tuple[bool, bool
     if outer.dst != to.dst and dst == outer.dst:
         _set_addr(pkt, "dst", to.dst)
         dnat = True
+    if not related and outer.proto in (PROTO_ICMP, PROTO_ICMPV6) and outer.sport != to.sport \
+            and lay.payload is not None:
+        # An echo's Query Identifier, mapped as a port (RFC 5508 3.1 REQ-1 a), and the
+        # ICMP checksum patched (RFC 1624).
+        ident = lay.payload + 4
+        old, new = pkt.data[ident:ident + 2], struct.pack("!H", to.sport)
+        pkt.put16(lay.payload + 2, csum.incremental(pkt.u16(lay.payload + 2), bytes(old), new))
+        pkt.data[ident:ident + 2] = new
     if not related and pkt.l4 is not None and outer.proto in (PROTO_TCP, PROTO_UDP):
         if outer.sport != to.sport:
             SetL4Port(to.sport, "src").apply(pkt)
