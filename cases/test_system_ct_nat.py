@@ -12,13 +12,18 @@ range's choice is read from the dump, checked to be one the range allows
 """
 from __future__ import annotations
 
+import copy
+import ipaddress
+import re
 from collections.abc import Callable
 
 import pytest
 
+from datapath import model
 from datapath.backends.netns import Netns
-from datapath.model.actions import Action
-from datapath.model.conntrack import EST, NEW, RPL, TRK, Ct, Key, Nat
+from datapath.model.actions import Action, output
+from datapath.model.conntrack import EST, NEW, REL, RPL, TRK, Conntrack, Ct, Key, Nat
+from datapath.offloads import TxOffloads
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, dump_ct
 from fixtures.system_ct_nat import (
     ARP,
@@ -26,13 +31,18 @@ from fixtures.system_ct_nat import (
     arp_pipeline,
     arp_responder_flows,
     check_http,
+    check_no_bad_checksum,
     in_range,
     nat_choices,
     pin,
     start_http,
+    start_tcpdump,
+    tcpdump_read,
 )
-from fixtures.system_traffic import FLAVOUR, Traffic, format_ping, upstream
+from fixtures.system_traffic import FLAVOUR, NC_EOF_OPT, Traffic, format_ping, upstream
 from harness.control import check
+from harness.filters import ofctl_strip
+from harness.wait import wait_until
 
 pytestmark = pytest.mark.requires(backend="tap")
 
@@ -46,7 +56,6 @@ PING1 = "1 packets transmitted, 1 received, 0% packet loss, time 0ms\n"
 def sed_xx(text: str) -> str:
     """sed -e 's/dst=10.1.1.2[45][0-9]/dst=10.1.1.2XX/' (upstream's mask of the
     address a 10.1.1.240-254 range chose)."""
-    import re
     return re.sub(r"dst=10\.1\.1\.2[45][0-9]", "dst=10.1.1.2XX", text)
 
 
@@ -69,6 +78,53 @@ def ping1(t: Traffic, ns: Netns, dst: str) -> None:
     transmitted, 1 received, 0% packet loss, time 0ms])."""
     got = format_ping(t.run(["ping", "-c", "1", dst], ns, timeout=60).stdout)
     assert got == PING1, f"ping -c 1 {dst}: expected {PING1!r}, got {got!r}"
+
+
+def ip_dst(frame: bytes) -> str:
+    """An IPv4 frame's destination address."""
+    return str(ipaddress.IPv4Address(frame[30:34]))
+
+
+def after(a: Arrival, acts: Callable[[Conntrack], list[Action]]) -> bytes:
+    """The frame as the actions leave it (on a copy of the table)."""
+    probe = copy.deepcopy(a.table)
+    return model.forward(a.frame, [*acts(probe), output("probe")], TxOffloads(), a.rx).frames[0]
+
+
+def nc(t: Traffic, ns: Netns, text: str, sport: str, dst: str, port: str = "80") -> None:
+    """NS_CHECK_EXEC([ns], [echo "TEXT" | nc -p SPORT DST PORT > nc.log])."""
+    data = t.sb.rundir / f"nc-{sport}-{dst}.in"
+    data.write_text(f"{text}\n")
+    res = t.run(["nc", "-p", sport, dst, port], ns, input_path=data)
+    assert res.rc == 0, f"nc -p {sport} {dst} {port}:\n{res}"
+
+
+def wait_dump(t: Traffic, transform: Callable[[str], str], expected: str) -> None:
+    """dpctl/dump-conntrack through upstream's filters, until it reads `expected`."""
+    def now() -> str:
+        return transform(check(t.sb.appctl("dpctl/dump-conntrack")).stdout)
+    wait_until(lambda: now() == expected, 10, what=f"dpctl/dump-conntrack to read\n{expected}",
+               describe=now)
+
+
+def nc_udp(t: Traffic, ns: Netns, dst: str, port: str, six: bool = False) -> None:
+    """NS_CHECK_EXEC([ns], [echo a | nc [-6] $NC_EOF_OPT -u DST PORT])."""
+    data = t.sb.rundir / "a.in"
+    data.write_text("a\n")
+    res = t.run(["ncat", *(["-6"] if six else []), *NC_EOF_OPT, "-u", dst, port], ns,
+                input_path=data)
+    assert res.rc == 0, f"nc -u {dst} {port}:\n{res}"
+
+
+def check_flows(t: Traffic, *filters: Callable[[str], str], expected: str,
+                grep_v: str = "drop") -> None:
+    """AT_CHECK([ovs-ofctl -O OpenFlow15 dump-flows br0 | FILTERS | sort | grep -v
+    drop], [0], [expected])."""
+    text = check(t.sb.ofctl("-O", "OpenFlow15", "dump-flows", "br0")).stdout
+    for f in filters:
+        text = f(text)
+    got = "".join(f"{line}\n" for line in sorted(text.splitlines()) if grep_v not in line)
+    assert got == expected, f"dump-flows: expected\n{expected}got\n{got}"
 
 
 def normal(a: Arrival) -> Out:
@@ -432,3 +488,292 @@ def test_more_complex_snat(system_traffic: Callable[..., Traffic],
     check_ct_xx(t, "10.1.1.2", TCP_XX)
     chosen.update(nat_choices(t, SNAT_RANGE, zone=1))
     assert wire.verify() >= 10
+
+
+@FLAVOUR
+@upstream("conntrack - all-zero IP SNAT")
+def test_all_zero_ip_snat(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                          flavour: str) -> None:
+    """nat(src=0.0.0.0) SNATs only on a collision (ovs-actions(7)): nc from
+    ns0 port 30000 to 10.1.1.2:80 is not translated; from port 30001 to
+    172.1.1.2:80 (DNATed to 10.1.1.2) and then from port 30001 to 10.1.1.2:80
+    directly, the second's reply key collides with the first's, so its source
+    port is translated.  The dumps show the three connections in TIME_WAIT
+    (each waited for: the client's last ACK crosses OVS after nc exits).
+    Beyond upstream: every segment, translated or not, through the model."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = ct_ports(t)
+    t.ip("route", "add", "172.1.1.0/24", "via", "10.1.1.2", ns=ns0)
+    start_http(t, ns1)
+    add_flows(t, ["table=0,priority=30,ct_state=-trk,ip,action=ct(table=0)",
+                  "table=0,priority=20,ct_state=-rpl,ip,nw_dst=10.1.1.0/24,"
+                  "actions=ct(commit,nat(src=0.0.0.0),table=10)",
+                  "table=0,priority=20,ct_state=+rpl,ip,nw_dst=10.1.1.0/24,actions=resubmit(,10)",
+                  "table=0,priority=20,ip,nw_dst=172.1.1.2,"
+                  "actions=ct(commit,nat(dst=10.1.1.2),table=10)",
+                  "table=0,priority=10,arp,action=normal", "table=0,priority=1,action=drop",
+                  "table=10,priority=20,ct_state=+rpl,ip,nw_dst=10.1.1.0/24 actions=ct(table=20,nat)",
+                  "table=10,priority=10,ip,nw_dst=10.1.1.0/24 actions=resubmit(,20)",
+                  "table=20,priority=10,ip,nw_dst=10.1.1.1,action=1",
+                  "table=20,priority=10,ip,nw_dst=10.1.1.2,action=2"])
+    zero, dnat = Nat.of("src", "0.0.0.0"), Nat.of("dst", "10.1.1.2")
+    chosen: dict[Key, tuple[str, int]] = {}
+    subnet = in_range("10.1.1.0", "10.1.1.255")
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == ARP:
+            return normal(a)
+        if a.eth_type != IPV4:
+            return []
+        dst, rpl = ip_dst(a.frame), a.state().state & RPL
+
+        def acts(table: Conntrack) -> list[Action]:
+            if subnet(dst) and not rpl:
+                return [Ct(table), Ct(table, commit=True, nat=zero)]
+            if subnet(dst):
+                return [Ct(table), Ct(table, nat=Nat())]
+            if dst == "172.1.1.2":
+                return [Ct(table), Ct(table, commit=True, nat=dnat)]
+            return [Ct(table)]
+        if subnet(dst) and not rpl:
+            pin(a, 0, chosen)
+        # table 20: by the destination the packet has by then
+        port = {"10.1.1.1": "ovs-p0", "10.1.1.2": "ovs-p1"}.get(ip_dst(after(a, acts)))
+        return [(port, acts(a.table))]
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    nc(t, ns0, "TEST", "30000", "10.1.1.2")
+    wait_dump(t, lambda d: "".join(f"{line}\n" for line in d.splitlines()
+                                   if "orig=(src=10.1.1.1," in line),
+              "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=30000,dport=80),reply=(src=10.1.1.2,"
+              "dst=10.1.1.1,sport=80,dport=30000),protoinfo=(state=TIME_WAIT)\n")
+    nc(t, ns0, "TEST2", "30001", "172.1.1.2")
+    nc(t, ns0, "TEST3", "30001", "10.1.1.2")
+
+    def masked(dump: str) -> str:
+        r"""| grep 30001 | grep "orig=.src=10\.1\.1\.1," | sed -e
+        's/port=30001/port=<clnt_s_port>/g' -e 's/sport=80,dport=[0-9]+/sport=80,
+        dport=<rnd_port>/g' | sort."""
+        lines = [re.sub(r"sport=80,dport=[0-9]+", "sport=80,dport=<rnd_port>",
+                        line.replace("port=30001", "port=<clnt_s_port>"))
+                 for line in dump.splitlines() if "30001" in line and "orig=(src=10.1.1.1," in line]
+        return "".join(f"{line}\n" for line in sorted(lines))
+    wait_dump(t, masked,
+              "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<clnt_s_port>,dport=80),reply=(src="
+              "10.1.1.2,dst=10.1.1.1,sport=80,dport=<rnd_port>),protoinfo=(state=TIME_WAIT)\n"
+              "tcp,orig=(src=10.1.1.1,dst=172.1.1.2,sport=<clnt_s_port>,dport=80),reply=(src="
+              "10.1.1.2,dst=10.1.1.1,sport=80,dport=<clnt_s_port>),protoinfo=(state=TIME_WAIT)\n")
+    chosen.update(nat_choices(t, zero))
+    assert len(chosen) == 1, f"exactly the colliding connection is SNATed: {chosen}"
+    assert wire.verify() >= 20
+
+
+# ----------------------------------------------------------------------------
+# DNAT
+
+VIP = "10.1.1.64"
+DNAT_VIP = Nat.of("dst", "10.1.1.2")
+
+
+def is_vip(addr: str) -> bool:
+    """table=8,reg2=0x0a010140: the responder answers for 10.1.1.64 only."""
+    return addr == VIP
+
+
+def dnat_checks(t: Traffic, ns0: Netns, ns1: Netns) -> None:
+    """The two curls of the DNAT tests and their dumps."""
+    start_http(t, ns1)
+    check_http(t, ns0, VIP)
+    check_ct(t, VIP, "tcp,orig=(src=10.1.1.1,dst=10.1.1.64,sport=<cleared>,dport=<cleared>),"
+             "reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),zone=1,"
+             "protoinfo=(state=<cleared>)\n")
+    check_http(t, ns0, "10.1.1.2")
+    check_ct(t, "10.1.1.2", "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,"
+             "dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,"
+             "dport=<cleared>),zone=1,protoinfo=(state=<cleared>)\n")
+
+
+@FLAVOUR
+@upstream("conntrack - simple DNAT")
+def test_simple_dnat(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                     flavour: str) -> None:
+    """ns0's connections to 10.1.1.64 are DNATed to ns1 (br0 answers ARP for
+    10.1.1.64 with ns1's MAC); others from ns0 are committed as they are; from
+    ns1 only established replies pass.  Both curls (virtual and real address)
+    get the page; the dumps show both connections.  Beyond upstream: every
+    frame through the model (RFC 826 answers, translated segments)."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = ct_ports(t)
+    t.ip("link", "set", "dev", "p1", "address", NAT_MAC, ns=ns1)
+    add_flows(t, ["priority=100 in_port=1,ip,nw_dst=10.1.1.64,"
+                  "action=ct(zone=1,nat(dst=10.1.1.2),commit),2",
+                  "priority=10 in_port=1,ip,action=ct(commit,zone=1),2",
+                  "priority=100 in_port=2,ct_state=-trk,ip,action=ct(table=0,nat,zone=1)",
+                  "priority=100 in_port=2,ct_state=+trk+est,ct_zone=1,ip,action=1",
+                  *arp_responder_flows("reg2=0x0a010140"), "priority=0,action=drop"])
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == ARP:
+            return arp_pipeline(a, is_vip)
+        if a.eth_type != IPV4:
+            return []
+        if a.ofport == 1:
+            nat = DNAT_VIP if ip_dst(a.frame) == VIP else None
+            return [("ovs-p1", [Ct(a.table, zone=1, commit=True, nat=nat)])]
+        st = a.state(1, Nat()).state
+        return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table, zone=1, nat=Nat())])]
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    dnat_checks(t, ns0, ns1)
+    assert wire.verify() >= 20
+
+
+@FLAVOUR
+@upstream("conntrack - more complex DNAT")
+def test_more_complex_dnat(system_traffic: Callable[..., Traffic],
+                           request: pytest.FixtureRequest, flavour: str) -> None:
+    """As 'simple DNAT', with all IP through ct(table=1,zone=1,nat) first and
+    table 1 deciding by ct_state.  Both curls get the page; the dumps show
+    both connections.  Beyond upstream: every frame through the model."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = ct_ports(t)
+    t.ip("link", "set", "dev", "p1", "address", NAT_MAC, ns=ns1)
+    responder = arp_responder_flows("reg2=0x0a010140")
+    add_flows(t, ["table=0 priority=100 ip action=ct(table=1,zone=1,nat)",
+                  "table=0 " + responder[0], "table=0 " + responder[1],
+                  "table=0 priority=0 action=drop",
+                  "table=1 priority=100 in_port=1 ct_state=+new ip nw_dst=10.1.1.64 "
+                  "action=ct(zone=1,nat(dst=10.1.1.2),commit),2",
+                  "table=1 priority=10 in_port=1 ct_state=+new ip action=ct(commit,zone=1),2",
+                  "table=1 priority=100 in_port=1 ct_state=+est ct_zone=1 action=2",
+                  "table=1 priority=100 in_port=2 ct_state=+est ct_zone=1 action=1",
+                  "table=1 priority=0 action=drop", *responder[2:]])
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == ARP:
+            return arp_pipeline(a, is_vip)
+        if a.eth_type != IPV4:
+            return []
+        first = Ct(a.table, zone=1, nat=Nat())
+        st = a.state(1, Nat()).state
+        if a.ofport == 1 and st & NEW:
+            nat = DNAT_VIP if ip_dst(a.frame) == VIP else None
+            return [("ovs-p1", [first, Ct(a.table, zone=1, commit=True, nat=nat)])]
+        if st & EST and a.ofport in (1, 2):
+            return [({1: "ovs-p1", 2: "ovs-p0"}[a.ofport], [first])]
+        return [(None, [first])]
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    dnat_checks(t, ns0, ns1)
+    assert wire.verify() >= 20
+
+
+@FLAVOUR
+@upstream("conntrack - DNAT with additional SNAT")
+def test_dnat_with_additional_snat(system_traffic: Callable[..., Traffic],
+                                   request: pytest.FixtureRequest, flavour: str) -> None:
+    """curl from ns0 to 172.1.1.2:8080 (routed via 10.1.1.2) is DNATed to
+    10.1.1.2:80 and committed; a second ct(commit) with nat(src=10.1.1.240)
+    and ct_mark/ct_label 0xac meets the committed connection: it sets the
+    mark and label and adds no SNAT.  The page arrives; no connection to
+    10.1.1.240; the one connection has mark=172,labels=0xac.  Beyond
+    upstream: every segment through the model (the second ct finds the
+    connection by the tuple its DNAT gave the packet)."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = ct_ports(t)
+    t.ip("route", "add", "172.1.1.0/24", "via", "10.1.1.2", ns=ns0)
+    start_http(t, ns1)
+    add_flows(t, ["table=0,priority=30,in_port=1,ip,nw_dst=172.1.1.2,"
+                  "actions=ct(commit,nat(dst=10.1.1.2:80),table=1)",
+                  "table=0,priority=20,in_port=2,ip,actions=ct(nat),1",
+                  "table=0,priority=10,arp,actions=NORMAL", "table=0,priority=1,actions=drop",
+                  "table=1,ip,actions=ct(commit,nat(src=10.1.1.240),"
+                  "exec(set_field:0xac->ct_mark,set_field:0xac->ct_label),table=2)",
+                  "table=2,in_port=1,ip,ct_mark=0xac,ct_label=0xac,actions=2"])
+    dnat, snat = Nat.of("dst", "10.1.1.2", 80), Nat.of("src", "10.1.1.240")
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == ARP:
+            return normal(a)
+        if a.eth_type != IPV4:
+            return []
+        if a.ofport == 1 and ip_dst(a.frame) == "172.1.1.2":
+            return [("ovs-p1", [Ct(a.table, commit=True, nat=dnat),
+                                Ct(a.table, commit=True, nat=snat, mark=(0xAC, 0xFFFFFFFF),
+                                   label=(0xAC, (1 << 128) - 1))])]
+        if a.ofport == 2:
+            return [("ovs-p0", [Ct(a.table, nat=Nat())])]
+        return []
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    check_http(t, ns0, "http://172.1.1.2:8080")
+    check_ct(t, "10.1.1.240", "")
+    check_ct(t, "10.1.1.1", "tcp,orig=(src=10.1.1.1,dst=172.1.1.2,sport=<cleared>,"
+             "dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,"
+             "dport=<cleared>),mark=172,labels=0xac,protoinfo=(state=<cleared>)\n")
+    assert wire.verify() >= 10
+
+
+# ----------------------------------------------------------------------------
+# related ICMP errors
+
+@FLAVOUR
+@upstream("conntrack - ICMP related with NAT")
+def test_icmp_related_with_nat(system_traffic: Callable[..., Traffic],
+                               request: pytest.FixtureRequest, flavour: str) -> None:
+    """UDP from ns0 to a closed port of ns1, SNATed into 10.1.1.240-254 with
+    ct_mark 1; ns1's port unreachable comes back +rel with the connection's
+    mark, its outer and embedded headers translated back to 10.1.1.1.  The
+    flow counters after revalidator/purge (exact, as upstream: one request,
+    one error, three ARPs), the dump, and tcpdump on ovs-p0 finding no bad
+    checksum.  Beyond upstream: the datagram and the error through the model
+    (RFC 5508 4.2: the embedded header translated, every checksum patched)."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = ct_ports(t)
+    t.ip("link", "set", "dev", "p0", "address", NAT_MAC, ns=ns0)
+    add_flows(t, ["in_port=1,udp,action=ct(commit,nat(src=10.1.1.240-10.1.1.254),"
+                  "exec(set_field:1->ct_mark)),2",
+                  "in_port=2,icmp,ct_state=-trk,action=ct(table=0,nat)",
+                  "in_port=2,icmp,nw_dst=10.1.1.1,ct_state=+trk+rel,ct_mark=1,action=1",
+                  *arp_responder_flows(RESPOND_F0), "priority=0,action=drop"])
+    chosen: dict[Key, tuple[str, int]] = {}
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == ARP:
+            return arp_pipeline(a, OWNED_F0)
+        if a.eth_type != IPV4:
+            return []
+        if a.ofport == 1 and a.ip_proto == UDP:
+            pin(a, 0, chosen)
+            return [("ovs-p1", [Ct(a.table, commit=True, nat=SNAT_RANGE, mark=(1, 0xFFFFFFFF))])]
+        if a.ofport == 2 and a.ip_proto == ICMP:
+            st = a.state(0, Nat())
+            ok = (st.state & REL and st.conn is not None and st.conn.mark == 1
+                  and ip_dst(after(a, lambda table: [Ct(table, nat=Nat())])) == "10.1.1.1")
+            return [("ovs-p0" if ok else None, [Ct(a.table, nat=Nat())])]
+        return []
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    pcap = start_tcpdump(t, None, "ovs-p0", "p0")
+    nc_udp(t, ns0, "10.1.1.2", "10000")
+    wait_until(lambda: "ICMP" in tcpdump_read(t, pcap, "icmp"), 10,
+               what="ns1's port unreachable to reach ovs-p0")
+    check(t.sb.appctl("revalidator/purge"))
+    check_flows(t, ofctl_strip, expected="""\
+ n_packets=1, n_bytes=42, priority=10,arp actions=NORMAL
+ n_packets=1, n_bytes=44, udp,in_port=1 actions=ct(commit,nat(src=10.1.1.240-10.1.1.254),exec(set_field:0x1->ct_mark)),output:2
+ n_packets=1, n_bytes=72, ct_state=+rel+trk,ct_mark=0x1,icmp,in_port=2,nw_dst=10.1.1.1 actions=output:1
+ n_packets=1, n_bytes=72, ct_state=-trk,icmp,in_port=2 actions=ct(table=0,nat)
+ n_packets=2, n_bytes=84, priority=100,arp,arp_op=1 actions=move:NXM_OF_ARP_TPA[]->NXM_NX_REG2[],resubmit(,8),goto_table:10
+ table=10, n_packets=1, n_bytes=42, priority=10,arp,arp_op=1 actions=set_field:2->arp_op,move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],move:OXM_OF_PKT_REG0[0..47]->NXM_NX_ARP_SHA[],move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],move:NXM_NX_REG2[]->NXM_OF_ARP_SPA[],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],move:OXM_OF_PKT_REG0[0..47]->NXM_OF_ETH_SRC[],move:NXM_OF_IN_PORT[]->NXM_NX_REG3[0..15],set_field:0->in_port,output:NXM_NX_REG3[0..15]
+ table=10, n_packets=1, n_bytes=42, priority=100,arp,reg0=0,reg1=0 actions=NORMAL
+ table=8, n_packets=1, n_bytes=42, priority=0 actions=set_field:0->xreg0
+ table=8, n_packets=1, n_bytes=42, reg2=0xa0101f0/0xfffffff0 actions=set_field:0x808888888888->xreg0
+OFPST_FLOW reply (OF1.5):
+""")  # noqa: E501
+    check_ct_xx(t, "10.1.1.2", "udp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,"
+                f"dport=<cleared>),reply=(src=10.1.1.2,dst={XX},sport=<cleared>,"
+                "dport=<cleared>),mark=1\n", dedup=False)
+    check_no_bad_checksum(t, pcap, "icmp")
+    chosen.update(nat_choices(t, SNAT_RANGE))
+    assert wire.verify() >= 3

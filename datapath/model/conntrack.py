@@ -55,6 +55,9 @@ NAT (ovs-actions(7) `nat`; RFC 4787, RFC 5382, RFC 5508):
   scenarios avoid; RFC 4787 4.2.1 port preservation); with one, any port in it.
   An ICMP echo's identifier, which keys it as ports do, may be kept or mapped
   into the range (RFC 5508 3.1 REQ-1 a: a NAPT translates the Query Identifier).
+- nat(src=0.0.0.0): no SNAT unless the connection's reply key collides with a
+  committed connection's, then the source port only, to any other port
+  (ovs-actions(7) "a special case").
 - Original direction: rewrite to the reverse of the reply key; reply direction:
   to the reverse of the original key (RFC 5382 / RFC 4787 the inverse mapping).
   ct_state gets +snat when this packet's source was translated, +dnat when its
@@ -141,11 +144,21 @@ class Nat:
             text += f":{p_lo}" if p_lo == p_hi else f":{p_lo}-{p_hi}"
         return f"nat({self.kind}={text})"
 
+    @property
+    def all_zero(self) -> bool:
+        """nat(src=0.0.0.0) or nat(src=::): the special case of ovs-actions(7)."""
+        return self.kind == "src" and self.addrs[0] == self.addrs[1] \
+            and not int(ipaddress.ip_address(self.addrs[0]))
+
     def candidates(self, key: Key) -> list[tuple[str, int]]:
         """Every (address, port) the documentation allows for this connection."""
         lo, hi = (ipaddress.ip_address(a) for a in self.addrs)
         addrs = [str(ipaddress.ip_address(int(lo) + i)) for i in range(int(hi) - int(lo) + 1)]
         own = key.sport if self.kind == "src" else key.dport
+        if self.all_zero:
+            # "When a source port collision is detected during the commit, the
+            # source port will be translated to an ephemeral port" (ovs-actions(7)).
+            return [(key.src, p) for p in range(1, 65536) if p != own]
         if self.ports is None or key.proto not in (PROTO_TCP, PROTO_UDP, *ICMP_ECHO):
             ports = [own]
         elif key.proto in ICMP_ECHO:
@@ -381,6 +394,9 @@ class Conntrack:
         conn = res.conn
         if conn.committed:
             return
+        if nat is not None and nat.all_zero and not any(
+                c.zone == conn.zone and conn.reply in (c.orig, c.reply) for c in self.conns):
+            nat = None  # nat(src=0.0.0.0) without a collision: no SNAT (ovs-actions(7))
         if nat is not None and nat.kind:
             choices = nat.candidates(conn.orig)
             addr, port = self.pins.get((conn.zone, conn.orig), choices[0])
