@@ -16,6 +16,7 @@ import copy
 import ipaddress
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -28,10 +29,12 @@ from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, d
 from fixtures.system_ct_nat import (
     ARP,
     NAT_MAC,
+    InjectedWire,
     arp_pipeline,
     arp_responder_flows,
     check_http,
     check_no_bad_checksum,
+    compose,
     in_range,
     nat_choices,
     pin,
@@ -931,3 +934,115 @@ def test_ipv6_icmp6_related_with_snat(system_traffic: Callable[..., Traffic],
     check_ct(t, "fc00::2", "udp,orig=(src=fc00::1,dst=fc00::2,sport=<cleared>,dport=<cleared>),"
              "reply=(src=fc00::2,dst=fc00::240,sport=<cleared>,dport=<cleared>)\n")
     assert wire.verify() >= 4
+
+
+# ----------------------------------------------------------------------------
+# packet-outs
+
+@FLAVOUR
+@upstream("conntrack - Flush many conntrack entries by port")
+def test_flush_many_entries_by_port(system_traffic: Callable[..., Traffic],
+                                    request: pytest.FixtureRequest, flavour: str) -> None:
+    """21 UDP packets by packet-out from port 1 (source port 1 to ports 1-20,
+    and source port 2 to port 1), each committed in zone 1: the dump lists
+    the 21; a flush by ct_nw_proto=17,ct_tp_src=1 leaves only the one from
+    port 2.  Beyond upstream: the 21 datagrams that leave by ovs-p1, as the
+    model's zone-1 commit forwards them."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = ct_ports(t)
+    add_flows(t, ["priority=100,in_port=1,udp,action=ct(zone=1,commit),2"])
+
+    def pipeline(a: Arrival) -> Out:
+        if a.ofport == 1 and a.eth_type == IPV4 and a.ip_proto == UDP:
+            return [("ovs-p1", [Ct(a.table, zone=1, commit=True)])]
+        return []
+
+    wire = InjectedWire(t, request, pipeline)
+    wire.add("ovs-p0", ns0, "p0")
+    wire.add("ovs-p1", ns1, "p1")
+    l3 = ("eth_src=50:54:00:00:00:09,eth_dst=50:54:00:00:00:0a,dl_type=0x0800,"
+          "nw_src=10.1.1.1,nw_dst=10.1.1.2,nw_proto=17,nw_ttl=64,nw_frag=no")
+    for sport, dport in [*((1, i) for i in range(1, 21)), (2, 1)]:
+        wire.packet_out("ovs-p0", compose(t, f"{l3}, udp_src={sport},udp_dst={dport}"), "1")
+
+    def dump() -> str:
+        out = check(t.sb.appctl("dpctl/dump-conntrack", "zone=1")).stdout
+        return "".join(sorted(f"{line}\n" for line in out.splitlines() if "src=10.1.1.1," in line))
+
+    def entry(sport: int, dport: int) -> str:
+        return (f"udp,orig=(src=10.1.1.1,dst=10.1.1.2,sport={sport},dport={dport}),reply=("
+                f"src=10.1.1.2,dst=10.1.1.1,sport={dport},dport={sport}),zone=1\n")
+    expout = "".join(sorted([*(entry(1, i) for i in range(1, 21)), entry(2, 1)]))
+    assert dump() == expout, dump()
+    check(t.sb.appctl("dpctl/flush-conntrack", "zone=1", "ct_nw_proto=17,ct_tp_src=1"))
+    wire.event("dpctl/flush-conntrack zone=1 ct_nw_proto=17,ct_tp_src=1",
+               lambda w: w.table.conns.__setitem__(slice(None), [
+                   c for c in w.table.conns
+                   if not (c.zone == 1 and c.orig.proto == UDP and c.orig.sport == 1)]))
+    assert dump() == entry(2, 1), dump()
+    assert wire.verify() >= 21
+
+
+def pcap_hex(path: Path) -> list[str]:
+    """ovs-pcap PCAP: each frame as hex (the runtime has no ovs-pcap; scapy reads it)."""
+    from scapy.utils import rdpcap
+    try:
+        return [bytes(p).hex() for p in rdpcap(str(path))]
+    except (OSError, EOFError, ValueError):
+        return []  # tcpdump has not written a whole header yet
+
+
+@FLAVOUR
+@upstream("conntrack - ICMPv6 related NAT with single port")
+def test_icmpv6_related_nat_single_port(system_traffic: Callable[..., Traffic],
+                                        request: pytest.FixtureRequest, flavour: str) -> None:
+    """A UDP packet-out from ovs-p0 ([fc00::1]:1234 -> [fc00::240]:80) is
+    DNATed to [fc00::2]:8080; a port unreachable from ovs-p1 about the
+    translated datagram is +rel+rpl and reaches at_ns0 translated back (its
+    source fc00::240, the embedded datagram to [fc00::240]:80): the dump
+    shows the connection and tcpdump in at_ns0 upstream's exact frame.
+    Beyond upstream: both packets through the model (RFC 5508 4.2, RFC 4443
+    2.3)."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    t.add_veth("p0", ns0, "br0", "fc00::1/96", "f0:00:00:01:01:01", "", "nodad")
+    t.add_veth("p1", ns1, "br0", "fc00::2/96", "f0:00:00:01:01:02", "", "nodad")
+    add_flows(t, ["table=0,ipv6,ct_state=-trk,actions=ct(table=0,nat)",
+                  "table=0,in_port=ovs-p0,ct_state=+trk+new,udp6,"
+                  "actions=ct(commit,nat(dst=[fc00::2]:8080)),ovs-p1",
+                  "table=0,in_port=ovs-p1,ct_state=+trk+rel+rpl,icmp6,actions=ovs-p0"])
+    nat = Nat.of("dst", "fc00::2", 8080)
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type != IPV6:
+            return []
+        first = Ct(a.table, nat=Nat())
+        st = a.state(0, Nat()).state
+        if a.port == "ovs-p0" and st & TRK and st & NEW and a.ip_proto == UDP:
+            return [("ovs-p1", [first, Ct(a.table, commit=True, nat=nat)])]
+        if a.port == "ovs-p1" and st & REL and st & RPL and a.ip_proto == ICMP6:
+            return [("ovs-p0", [first])]
+        return [(None, [first])]
+
+    wire = InjectedWire(t, request, pipeline)
+    wire.add("ovs-p0", ns0, "p0")
+    wire.add("ovs-p1", ns1, "p1")
+    pcap = start_tcpdump(t, ns0, "p0", "p0")
+    wire.packet_out("ovs-p0", bytes.fromhex(
+        "f00000010102f0000001010186dd60066ced00151140fc000000000000000000000000000001fc000000"
+        "00000000000000000000024004d20050001587d4646573745f756e72656163680a"))
+    wire.packet_out("ovs-p1", bytes.fromhex(
+        "f00000010101f0000001010286dd600733ed00453a40fc000000000000000000000000000002fc000000"
+        "000000000000000000000001010428550000000060066ced00151140fc000000000000000000000000"
+        "000001fc00000000000000000000000000000204d21f9000156ad2646573745f756e72656163680a"))
+    got = "".join(sorted(f"{line}\n" for line in check(t.sb.appctl("dpctl/dump-conntrack"))
+                        .stdout.splitlines() if "orig=(src=fc00::1," in line))
+    assert got == ("udp,orig=(src=fc00::1,dst=fc00::240,sport=1234,dport=80),reply=(src=fc00::2,"
+                   "dst=fc00::1,sport=8080,dport=1234)\n"), got
+    want = ("f00000010101f0000001010286dd600733ed00453a40fc000000000000000000000000000240fc0000"
+            "00000000000000000000000001010426170000000060066ced00151140fc00000000000000000000"
+            "0000000001fc00000000000000000000000000024004d20050001587d4646573745f756e72656163"
+            "680a")
+    wait_until(lambda: want in pcap_hex(pcap), 10, what="tcpdump in at_ns0 to hold the "
+               "translated port unreachable", describe=lambda: "\n".join(pcap_hex(pcap)))
+    assert wire.verify() >= 2
