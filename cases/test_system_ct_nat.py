@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from datapath import model
-from datapath.backends.netns import Netns
+from datapath.backends.netns import KernelSide, Netns
 from datapath.model.actions import Action, output
 from datapath.model.conntrack import EST, NEW, REL, RPL, TRK, Conntrack, Ct, Key, Nat
 from datapath.offloads import TxOffloads
@@ -1046,3 +1046,184 @@ def test_icmpv6_related_nat_single_port(system_traffic: Callable[..., Traffic],
     wait_until(lambda: want in pcap_hex(pcap), 10, what="tcpdump in at_ns0 to hold the "
                "translated port unreachable", describe=lambda: "\n".join(pcap_hex(pcap)))
     assert wire.verify() >= 2
+
+
+@FLAVOUR
+@upstream("conntrack - Multiple ICMP traverse")
+def test_multiple_icmp_traverse(system_traffic: Callable[..., Traffic],
+                                request: pytest.FixtureRequest, flavour: str) -> None:
+    """The same ICMP echo request, sent twice from p0 (upstream's sendpkt.py:
+    an AF_PACKET send here), goes through ct(zone=1) and is committed in the
+    default zone on its first pass, then dropped in table 2: both times +new
+    (no reply ever seen).  The dump shows the one connection; table 2's +new
+    rule counts both packets, the +est one none (waited for: upstream sleeps
+    a second).  Beyond upstream: nothing leaves OVS, as the model's table
+    says."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    t.add_veth("p0", ns0, "br0", "10.1.1.1/24", "f0:00:00:01:01:01")
+    t.add_veth("p1", ns1, "br0", "10.1.1.2/24", "f0:00:00:01:01:02")
+    add_flows(t, ["table=0,priority=10  ip,icmp,ct_state=-trk action=ct(zone=1,table=1)",
+                  "table=0,priority=0   action=drop",
+                  "table=1,priority=10  ct_state=-est+trk+new,ip,ct_zone=1,in_port=1 "
+                  "action=ct(commit,table=2)",
+                  "table=1,priority=10  ct_state=+est-new+trk,ct_zone=1,in_port=1 "
+                  "action=resubmit(,2)",
+                  "table=1,priority=0   action=drop",
+                  "table=2,priority=10  ct_state=+trk+new,in_port=1 action=drop",
+                  "table=2,priority=10  ct_state=+trk+est action=drop"])
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type != IPV4 or a.ip_proto != ICMP:
+            return []
+        st = a.state(1).state
+        if a.ofport == 1 and st & NEW:
+            return [(None, [Ct(a.table, zone=1), Ct(a.table, commit=True)])]
+        return [(None, [Ct(a.table, zone=1)])]
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    icmp = compose(t, "eth_src=f0:00:00:01:01:01,eth_dst=f0:00:00:01:01:02,eth_type=0x0800,"
+                      "nw_src=10.1.1.1,nw_dst=10.1.1.2,nw_proto=1,nw_ttl=64,nw_frag=no,"
+                      "icmp_type=8,icmp_code=0", "")
+    side = KernelSide(ns0, "p0")
+    t.env.cleanup.defer("close p0", side.close)
+    side.send([icmp])
+    side.send([icmp])
+
+    def table2() -> str:
+        text = check(t.sb.ofctl("dump-flows", "br0")).stdout
+        lines = [re.sub(r"idle_age=[0-9]*,", "idle_age=<cleared>,",
+                        re.sub(r"duration=.*s,", "duration=<cleared>,", line))
+                 .replace("n_bytes=70,", "n_bytes=84,")
+                 for line in text.splitlines() if "table=2," in line]
+        return "".join(f"{line}\n" for line in lines)
+    want = (" cookie=0x0, duration=<cleared>, table=2, n_packets=2, n_bytes=84, "
+            "idle_age=<cleared>, priority=10,ct_state=+new+trk,in_port=1 actions=drop\n"
+            " cookie=0x0, duration=<cleared>, table=2, n_packets=0, n_bytes=0, "
+            "idle_age=<cleared>, priority=10,ct_state=+est+trk actions=drop\n")
+    wait_until(lambda: table2() == want, 10, what="both requests to reach table 2",
+               describe=table2)
+    check_ct(t, "10.1.1.2", "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=<cleared>,type=8,code=0),"
+             "reply=(src=10.1.1.2,dst=10.1.1.1,id=<cleared>,type=0,code=0)\n")
+    wire.verify()
+
+
+@FLAVOUR
+@upstream("conntrack - ICMP from different source related with NAT")
+def test_icmp_from_different_source_related_with_nat(
+        system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+        flavour: str) -> None:
+    """UDP from the client to 192.168.20.20 is DNATed to the server in zone
+    42.  A router's "fragmentation needed" (from 192.168.20.1, a third
+    address) about the server's reply is +rel-rpl from the client's side:
+    committed with nat, it reaches the server with its destination and the
+    embedded datagram translated, its source left alone.  After a zone flush,
+    the same from the server's side about the client's datagram is +rel+rpl
+    and reaches the client translated back.  The flow counters (exact), the
+    dump, and tcpdump's exact frames.  Beyond upstream: every packet through
+    the model (RFC 5508 4.2: only the addresses of the connection translated)."""
+    t: Traffic = system_traffic(flavour)
+    client, server = t.add_namespace("client"), t.add_namespace("server")
+    t.add_veth("client", client, "br0", "192.168.20.10/24", "00:00:00:00:20:10")
+    t.add_veth("server", server, "br0", "192.168.10.20/24", "00:00:00:00:10:20")
+    check(t.sb.ofctl("add-flows", "br0", str(flows_file(t, [
+        "table=0,ip,actions=ct(table=1,zone=42,nat)",
+        "table=1,in_port=ovs-client,ip,ct_state=+trk+new,actions=ct(commit,table=2,zone=42,"
+        "nat(dst=192.168.10.20)",
+        "table=1,icmp,ct_state=+trk+rel-rpl,actions=ct(commit,table=2,zone=42,nat)",
+        "table=1,ip,actions=resubmit(,2)",
+        "table=2,in_port=ovs-client,ip,ct_state=+trk+new,actions=output:ovs-server",
+        "table=2,in_port=ovs-client,icmp,ct_state=+trk+rel,actions=output:ovs-server",
+        "table=2,in_port=ovs-server,icmp,ct_state=+trk+rel,actions=output:ovs-client",
+        "table=2,in_port=ovs-server,ip,ct_state=+trk+rpl,actions=output:ovs-client"]))))
+    dnat = Nat.of("dst", "192.168.10.20")
+    other = {"ovs-client": "ovs-server", "ovs-server": "ovs-client"}
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type != IPV4:
+            return []
+        first = Ct(a.table, zone=42, nat=Nat())
+        st = a.state(42, Nat()).state
+        if a.port == "ovs-client" and st & TRK and st & NEW:
+            return [("ovs-server", [first, Ct(a.table, zone=42, commit=True, nat=dnat)])]
+        if a.ip_proto == ICMP and st & TRK and st & REL and not st & RPL:
+            acts: list[Action] = [first, Ct(a.table, zone=42, commit=True, nat=Nat())]
+            return [(other[a.port], acts)]
+        if a.ip_proto == ICMP and st & TRK and st & REL:
+            return [(other[a.port], [first])]
+        if a.port == "ovs-server" and st & TRK and st & RPL:
+            return [("ovs-client", [first])]
+        return [(None, [first])]
+
+    wire = InjectedWire(t, request, pipeline)
+    wire.add("ovs-client", client, "client")
+    wire.add("ovs-server", server, "server")
+    pcap = start_tcpdump(t, server, "server", "server")
+    udp = "00000000102000000000201008004500001C000040000A11C762C0A8140AC0A814140001000200080000"
+    wire.packet_out("ovs-client", bytes.fromhex(udp))
+    wire.packet_out("ovs-server", bytes.fromhex(
+        "00000000201000000000102008004500001C000040000A11D162C0A80A14C0A8140A0002000100080000"))
+    wire.packet_out("ovs-client", bytes.fromhex(
+        "000000001020000000002000080045000038011F0000FF011140C0A81401C0A814140304F77800000578"
+        "4500001C000040000A11C762C0A81414C0A8140A0002000100080000"))
+    check(t.sb.appctl("revalidator/purge"))
+    check_flows(t, ofctl_strip, grep_v="\0", expected="""\
+ n_packets=3, n_bytes=154, reset_counts ip actions=ct(table=1,zone=42,nat)
+ table=1, n_packets=1, n_bytes=42, reset_counts ct_state=+new+trk,ip,in_port=1 actions=ct(commit,table=2,zone=42,nat(dst=192.168.10.20))
+ table=1, n_packets=1, n_bytes=42, reset_counts ip actions=resubmit(,2)
+ table=1, n_packets=1, n_bytes=70, reset_counts ct_state=+rel-rpl+trk,icmp actions=ct(commit,table=2,zone=42,nat)
+ table=2, n_packets=1, n_bytes=42, reset_counts ct_state=+new+trk,ip,in_port=1 actions=output:2
+ table=2, n_packets=1, n_bytes=42, reset_counts ct_state=+rpl+trk,ip,in_port=2 actions=output:1
+ table=2, n_packets=1, n_bytes=70, reset_counts ct_state=+rel+trk,icmp,in_port=1 actions=output:2
+ table=2, reset_counts ct_state=+rel+trk,icmp,in_port=2 actions=output:1
+OFPST_FLOW reply (OF1.5):
+""")  # noqa: E501
+    conn = ("udp,orig=(src=192.168.20.10,dst=192.168.20.20,sport=1,dport=2),reply=(src=192.168.10.20,"
+            "dst=192.168.20.10,sport=2,dport=1),zone=42\n")
+    assert grep_ct(t, "192.168.20.10") == conn
+    want = ("000000001020000000002000080045000038011f0000ff011b40c0a81401c0a80a140304f77800000578"
+            "4500001c000040000a11d162c0a80a14c0a8140a0002000100080000")
+    wait_until(lambda: want in pcap_hex(pcap), 10, what="the server's tcpdump to hold the "
+               "translated error", describe=lambda: "\n".join(pcap_hex(pcap)))
+    assert [h for h in pcap_hex(pcap) if "000000001020000000002000" in h] == [want]
+
+    check(t.sb.appctl("dpctl/flush-conntrack", "zone=42"))
+    wire.event("dpctl/flush-conntrack zone=42", lambda w: w.table.conns.__setitem__(
+        slice(None), [c for c in w.table.conns if c.zone != 42]))
+    pcap = start_tcpdump(t, client, "client", "client")
+    wire.packet_out("ovs-client", bytes.fromhex(udp))
+    wire.packet_out("ovs-server", bytes.fromhex(
+        "000000002010000000002000080045000038011F0000FF01114AC0A81401C0A8140A0304F77800000578"
+        "4500001C000040000A11D162C0A8140AC0A80A140001000200080000"))
+    check(t.sb.appctl("revalidator/purge"))
+    check_flows(t, ofctl_strip, grep_v="\0", expected="""\
+ n_packets=5, n_bytes=266, reset_counts ip actions=ct(table=1,zone=42,nat)
+ table=1, n_packets=1, n_bytes=70, reset_counts ct_state=+rel-rpl+trk,icmp actions=ct(commit,table=2,zone=42,nat)
+ table=1, n_packets=2, n_bytes=112, reset_counts ip actions=resubmit(,2)
+ table=1, n_packets=2, n_bytes=84, reset_counts ct_state=+new+trk,ip,in_port=1 actions=ct(commit,table=2,zone=42,nat(dst=192.168.10.20))
+ table=2, n_packets=1, n_bytes=42, reset_counts ct_state=+rpl+trk,ip,in_port=2 actions=output:1
+ table=2, n_packets=1, n_bytes=70, reset_counts ct_state=+rel+trk,icmp,in_port=1 actions=output:2
+ table=2, n_packets=1, n_bytes=70, reset_counts ct_state=+rel+trk,icmp,in_port=2 actions=output:1
+ table=2, n_packets=2, n_bytes=84, reset_counts ct_state=+new+trk,ip,in_port=1 actions=output:2
+OFPST_FLOW reply (OF1.5):
+""")  # noqa: E501
+    assert grep_ct(t, "192.168.20.10") == conn
+    want = ("000000002010000000002000080045000038011f0000ff011137c0a81414c0a8140a0304f77800000578"
+            "4500001c000040000a11c762c0a8140ac0a814140001000200080000")
+    wait_until(lambda: want in pcap_hex(pcap), 10, what="the client's tcpdump to hold the "
+               "translated error", describe=lambda: "\n".join(pcap_hex(pcap)))
+    assert [h for h in pcap_hex(pcap) if "000000002010000000002000" in h] == [want]
+    assert wire.verify() >= 5
+
+
+def flows_file(t: Traffic, flows: list[str]) -> Path:
+    """AT_DATA([flows.txt], ...)."""
+    path = t.sb.rundir / "flows.txt"
+    path.write_text("".join(f"{f}\n" for f in flows))
+    return path
+
+
+def grep_ct(t: Traffic, addr: str) -> str:
+    """ovs-appctl dpctl/dump-conntrack | grep "ADDR"."""
+    return "".join(f"{line}\n" for line in check(t.sb.appctl("dpctl/dump-conntrack"))
+                   .stdout.splitlines() if addr in line)

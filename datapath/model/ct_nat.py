@@ -8,8 +8,8 @@ This module makes the packet so:
   the destination likewise.  Which were rewritten gives ct_state's +snat and
   +dnat ("transformed by source/destination address/port translation",
   ovs-fields(7)).
-- A related ICMP error (RFC 5508 4.2, RFC 5382 7.1): the outer addresses that
-  belong to the connection are translated as the direction's packets are, and
+- A related ICMP error (RFC 5508 4.2, RFC 5382 7.1): the outer address this
+  direction's NAT writes is written (whoever sent the error), and
   the embedded packet, which travelled the other way, gets the inverse; the
   embedded IPv4 and TCP/UDP checksums, and the ICMP checksum, are patched to
   match (RFC 1624); ICMPv6's checksum covers its pseudo-header too (RFC 4443 2.3).
@@ -42,10 +42,15 @@ def rewrite(pkt: Packet, outer: Key, to: Key, related: bool) -> tuple[bool, bool
     lay = pkt.outer
     assert lay.l3 is not None
     src, dst = _addrs(pkt)
-    if outer.src != to.src and src == outer.src:
+    # A related error's outer header gets the address this direction's NAT
+    # writes even when another host sent it (a router's error in the reply
+    # direction of a DNAT connection leaves with the virtual address as its
+    # source: system-traffic.at's "ICMP from different source related with
+    # NAT", whose expected frames count as facts).
+    if outer.src != to.src and (src == outer.src or related) and src != to.src:
         _set_addr(pkt, "src", to.src)
         snat = True
-    if outer.dst != to.dst and dst == outer.dst:
+    if outer.dst != to.dst and (dst == outer.dst or related) and dst != to.dst:
         _set_addr(pkt, "dst", to.dst)
         dnat = True
     if not related and outer.proto in (PROTO_ICMP, PROTO_ICMPV6) and outer.sport != to.sport \
