@@ -30,11 +30,13 @@ from fixtures.system_ct_nat import (
     ARP,
     NAT_MAC,
     InjectedWire,
+    SetEthDst,
     arp_pipeline,
     arp_responder_flows,
     check_http,
     check_no_bad_checksum,
     compose,
+    conntrack_keys,
     in_range,
     nat_choices,
     pin,
@@ -1378,3 +1380,124 @@ def test_limit_by_zone(system_traffic: Callable[..., Traffic], flavour: str) -> 
     check_limits(t, "default limit=15\nzone=1,limit=5,count=0\n")
     check(t.sb.appctl("dpctl/ct-del-limits", "zone=1"))
     check_limits(t, "default limit=15\n")
+
+
+# ----------------------------------------------------------------------------
+# load balancing
+
+LB_MAC = "80:88:88:88:88:{0}{0}"
+LB_GROUP = ("group_id=234,type=select,bucket=weight=100,ct(nat(dst=10.1.1.2),commit,table=4),"
+            "bucket=weight=100,ct(nat(dst=10.1.1.3),commit,table=4),"
+            "bucket=weight=100,ct(nat(dst=10.1.1.4),commit,table=4)")
+SERVERS = ("10.1.1.2", "10.1.1.3", "10.1.1.4")
+
+
+def lb_setup(t: Traffic, n: int) -> dict[int, Netns]:
+    """at_ns1..N on p1..pN (10.1.1.N, MAC 80:88:88:88:88:NN), the select group
+    and the flows of the load-balancing tests."""
+    spaces = {i: t.add_namespace(f"at_ns{i}") for i in range(1, n + 1)}
+    for i, ns in spaces.items():
+        t.add_veth(f"p{i}", ns, "br0", f"10.1.1.{i}/24")
+    for i, ns in spaces.items():
+        t.ip("link", "set", "dev", f"p{i}", "address", LB_MAC.format(i), ns=ns)
+    check(t.sb.ofctl("-O", "OpenFlow15", "-vwarn", "add-group", "br0", LB_GROUP))
+    responder = arp_responder_flows("reg2=0x0a010140", miss="controller")
+    add_flows(t, ["table=0 priority=100 ip nw_dst=10.1.1.64 action=group:234",
+                  "table=0 priority=90 ip action=ct(table=4,nat)",
+                  "table=0 " + responder[0], "table=0 " + responder[1],
+                  "table=0 priority=0 action=drop",
+                  *(f"table=4,ip,nw_dst=10.1.1.{i} action=mod_dl_dst:{LB_MAC.format(i)},output:{i}"
+                    for i in spaces),
+                  "table=4 priority=0 action=drop", *responder[2:]])
+    return spaces
+
+
+def lb_pipeline(n: int, chosen: dict[Key, str]) -> Callable[[Arrival], Out]:
+    """The load-balancing table: a connection to 10.1.1.64 takes the bucket OVS
+    chose for it (read from the dump: one of the three), others are only
+    tracked and NATed back; table 4 routes by the destination by then."""
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == ARP:
+            return arp_pipeline(a, is_vip)
+        if a.eth_type != IPV4:
+            return []
+
+        def acts(table: Conntrack) -> list[Action]:
+            if ip_dst(a.frame) == VIP:
+                key = a.state().key
+                server = chosen.get(key, SERVERS[0]) if key is not None else SERVERS[0]
+                return [Ct(table, commit=True, nat=Nat.of("dst", server))]
+            return [Ct(table, nat=Nat())]
+        dst = ip_dst(after(a, acts))
+        i = int(dst.rsplit(".", 1)[1]) if dst.startswith("10.1.1.") else 0
+        if not 1 <= i <= n:
+            return [(None, acts(a.table))]
+        return [(f"ovs-p{i}", [*acts(a.table), SetEthDst(LB_MAC.format(i))])]
+    return pipeline
+
+
+def lb_wire(t: Traffic, request: pytest.FixtureRequest, spaces: dict[int, Netns],
+            chosen: dict[Key, str]) -> CtWire:
+    """The judge on ovs-p1..N."""
+    wire = CtWire(t, request, lb_pipeline(len(spaces), chosen))
+    for i, ns in spaces.items():
+        wire.add(f"ovs-p{i}", ns, f"p{i}")
+    return wire
+
+
+def lb_choices(t: Traffic) -> dict[Key, str]:
+    """The server each connection to 10.1.1.64 went to: one of the buckets'."""
+    chosen = {}
+    for _, orig, reply in conntrack_keys(t):
+        if orig.dst == VIP:
+            assert reply.src in SERVERS, f"{orig} went to {reply.src}, in no bucket"
+            chosen[orig] = reply.src
+    return chosen
+
+
+@FLAVOUR
+@upstream("conntrack - DNAT load balancing")
+def test_dnat_load_balancing(system_traffic: Callable[..., Traffic],
+                             request: pytest.FixtureRequest, flavour: str) -> None:
+    """A select group of three buckets DNATs connections to 10.1.1.64 to
+    ns2, ns3 or ns4 (br0 answers ARP for 10.1.1.64); table 4 routes by
+    destination, rewriting the MAC.  50 curls from ns1 all get the page, and
+    each server has at least one connection.  Beyond upstream: every frame
+    of the 50 connections through the model, each connection with the bucket
+    OVS chose (read from the dump, checked to be a bucket's)."""
+    t: Traffic = system_traffic(flavour)
+    spaces = lb_setup(t, 4)
+    chosen: dict[Key, str] = {}
+    wire = lb_wire(t, request, spaces, chosen)
+    for i in (2, 3, 4):
+        start_http(t, spaces[i])
+    for _ in range(50):
+        check_http(t, spaces[1], VIP)
+    check_ct(t, VIP, "".join(
+        "tcp,orig=(src=10.1.1.1,dst=10.1.1.64,sport=<cleared>,dport=<cleared>),reply=(src="
+        f"{s},dst=10.1.1.1,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)\n"
+        for s in SERVERS))
+    chosen.update(lb_choices(t))
+    assert wire.verify() >= 50 * 8
+
+
+@FLAVOUR
+@upstream("conntrack - DNAT load balancing with NC")
+def test_dnat_load_balancing_with_nc(system_traffic: Callable[..., Traffic],
+                                     request: pytest.FixtureRequest, flavour: str) -> None:
+    """The same group with a fifth namespace: nine rounds of nc from ns1 and
+    ns5, both from source port 4100N, to 10.1.1.64:80; every nc exits 0.
+    Beyond upstream: every frame of the 18 connections through the model,
+    each with the bucket OVS chose."""
+    t: Traffic = system_traffic(flavour)
+    spaces = lb_setup(t, 5)
+    chosen: dict[Key, str] = {}
+    wire = lb_wire(t, request, spaces, chosen)
+    for i in (2, 3, 4):
+        start_http(t, spaces[i])
+    for i in range(1, 10):
+        nc(t, spaces[1], "TEST1", f"4100{i}", VIP)
+        nc(t, spaces[5], "TEST5", f"4100{i}", VIP)
+    chosen.update(lb_choices(t))
+    assert len(chosen) == 18, f"18 connections expected, the dump has {len(chosen)}"
+    assert wire.verify() >= 18 * 6
