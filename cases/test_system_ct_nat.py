@@ -22,15 +22,16 @@ import pytest
 
 from datapath import model
 from datapath.backends.netns import KernelSide, Netns
-from datapath.model.actions import Action, output
-from datapath.model.conntrack import EST, NEW, REL, RPL, TRK, Conntrack, Ct, Key, Nat
+from datapath.model.actions import Action, mod_nw_dst, mod_nw_src, output
+from datapath.model.conntrack import EST, INV, NEW, REL, RPL, TRK, Conntrack, Ct, CtClear, Key, Nat
 from datapath.offloads import TxOffloads
-from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, dump_ct
+from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, dump_ct, format_ct
 from fixtures.system_ct_nat import (
     ARP,
     NAT_MAC,
     InjectedWire,
     SetEthDst,
+    SetEthSrc,
     arp_pipeline,
     arp_responder_flows,
     check_http,
@@ -1501,3 +1502,217 @@ def test_dnat_load_balancing_with_nc(system_traffic: Callable[..., Traffic],
     chosen.update(lb_choices(t))
     assert len(chosen) == 18, f"18 connections expected, the dump has {len(chosen)}"
     assert wire.verify() >= 18 * 6
+
+
+# ----------------------------------------------------------------------------
+# floating IPs: addresses rewritten outside conntrack
+
+FIP = {"10.254.254.1": "10.1.1.1", "10.254.254.2": "10.1.1.2"}
+LOCAL = {v: k for k, v in FIP.items()}
+FIP_MAC = {"10.1.1.1": "f0:00:00:01:01:01", "10.1.1.2": "f0:00:00:01:01:02"}
+GW_MAC = "f0:00:00:01:01:FE"
+
+
+def fip_setup(t: Traffic) -> tuple[Netns, Netns]:
+    """The namespaces, static neighbours and routes of the floating-IP tests, and
+    nc -l -k 1234 in at_ns0."""
+    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    t.add_veth("p0", ns0, "br0", "10.1.1.1/24", "f0:00:00:01:01:01")
+    t.add_veth("p1", ns1, "br0", "10.1.1.2/24", "f0:00:00:01:01:02")
+    t.ip("neigh", "add", "10.1.1.2", "lladdr", "f0:00:00:01:01:02", "dev", "p0", ns=ns0)
+    t.ip("neigh", "add", "10.1.1.1", "lladdr", "f0:00:00:01:01:01", "dev", "p1", ns=ns1)
+    t.ip("neigh", "add", "10.1.1.254", "lladdr", GW_MAC, "dev", "p0", ns=ns0)
+    t.ip("neigh", "add", "10.1.1.254", "lladdr", GW_MAC, "dev", "p1", ns=ns1)
+    t.ip("route", "add", "default", "nexthop", "via", "10.1.1.254", ns=ns0)
+    t.ip("route", "add", "default", "nexthop", "via", "10.1.1.254", ns=ns1)
+    t.daemonize("nc -l -k 1234", ["ncat", "-l", "-k", "1234"], ns0, Path("/dev/null"))
+    t.wait_listen(ns0, 1234)
+    return ns0, ns1
+
+
+def ip_src(frame: bytes) -> str:
+    """An IPv4 frame's source address."""
+    return str(ipaddress.IPv4Address(frame[26:30]))
+
+
+def last_state(a: Arrival, acts: Callable[[Conntrack], list[Action]]) -> int:
+    """ct_state after the actions (on a copy of the table)."""
+    probe = copy.deepcopy(a.table)
+    model.forward(a.frame, acts(probe), TxOffloads(), a.rx)
+    return probe.last.state
+
+
+def nc_send(t: Traffic, ns: Netns, dst: str, port: str) -> None:
+    """NS_CHECK_EXEC([ns], [echo "foobar" | nc $NC_EOF_OPT DST PORT])."""
+    data = t.sb.rundir / "foobar.in"
+    data.write_text("foobar\n")
+    res = t.run(["ncat", *NC_EOF_OPT, dst, port], ns, input_path=data)
+    assert res.rc == 0, f"nc {dst} {port}:\n{res}"
+
+
+@FLAVOUR
+@upstream("conntrack - floating IP")
+def test_floating_ip(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
+                     flavour: str) -> None:
+    """Floating IPs 10.254.254.1/2 translated by set_field (not by conntrack):
+    a connection to a floating IP is committed, rewritten to (local
+    destination, floating source), ct_clear'ed and tracked and committed
+    again.  nc from ns1 to 10.1.1.1:1234, then to 10.254.254.1:1234: each
+    session is seen to end (TIME_WAIT or CLOSING), the second under its
+    translated tuple (ct_clear took effect).  Beyond upstream: every segment
+    through the model's two lookups per packet."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = fip_setup(t)
+    add_flows(t, ["table=0,priority=10  ip action=ct(table=1)", "table=0,priority=1   action=drop",
+                  "table=1,priority=20  ip,ct_state=+trk+est,nw_dst=10.254.254.0/24 "
+                  "action=goto_table:10",
+                  "table=1,priority=20  ip,ct_state=+trk+new,nw_dst=10.254.254.0/24 "
+                  "action=ct(commit,table=10)",
+                  "table=1,priority=10  ip,ct_state=+trk+est action=goto_table:20",
+                  "table=1,priority=10  ip,ct_state=+trk+new action=ct(commit,table=20)",
+                  "table=1,priority=1   ip,ct_state=+trk+inv action=drop",
+                  "table=10             ip,nw_dst=10.254.254.1 "
+                  "action=set_field:10.1.1.1->nw_dst,goto_table:11",
+                  "table=10             ip,nw_dst=10.254.254.2 "
+                  "action=set_field:10.1.1.2->nw_dst,goto_table:11",
+                  "table=11             ip,nw_src=10.1.1.1 "
+                  "action=set_field:10.254.254.1->nw_src,goto_table:12",
+                  "table=11             ip,nw_src=10.1.1.2 "
+                  "action=set_field:10.254.254.2->nw_src,goto_table:12",
+                  "table=12,priority=10 ip action=ct_clear,ct(table=13)",
+                  "table=12,priority=1  action=drop",
+                  "table=13             ip,ct_state=+trk+est action=goto_table:20",
+                  "table=13             ip,ct_state=+trk+new action=ct(commit,table=20)",
+                  "table=13             ip,ct_state=+trk+inv action=drop",
+                  "table=20             ip,nw_src=10.1.1.1 "
+                  "action=set_field:f0:00:00:01:01:01->eth_src,goto_table:21",
+                  "table=20             ip,nw_src=10.1.1.2 "
+                  "action=set_field:f0:00:00:01:01:02->eth_src,goto_table:21",
+                  "table=20             ip,nw_src=10.254.254.0/24 "
+                  "action=set_field:f0:00:00:01:01:FE->eth_src,goto_table:21",
+                  "table=21             ip,nw_dst=10.1.1.1 "
+                  "action=set_field:f0:00:00:01:01:01->eth_dst,output:ovs-p0",
+                  "table=21             ip,nw_dst=10.1.1.2 "
+                  "action=set_field:f0:00:00:01:01:02->eth_dst,output:ovs-p1"])
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type != IPV4:
+            return []
+        src, dst = ip_src(a.frame), ip_dst(a.frame)
+
+        def tracked(table: Conntrack) -> list[Action]:
+            st = last_state(a, lambda probe: [Ct(probe)])
+            return [Ct(table), *([Ct(table, commit=True)] if st & NEW else [])]
+        st = a.state().state
+        if not st & (NEW | EST) or st & INV:
+            return [(None, [Ct(a.table)])]
+        if dst in FIP:
+            if src not in LOCAL:
+                return [(None, tracked(a.table))]
+            src, dst = LOCAL[src], FIP[dst]
+
+            def translated(table: Conntrack) -> list[Action]:
+                return [*tracked(table), mod_nw_dst(dst), mod_nw_src(src), CtClear(table),
+                        Ct(table)]
+            st2 = last_state(a, translated)
+            if not st2 & (NEW | EST) or st2 & INV:
+                return [(None, translated(a.table))]
+            acts = [*translated(a.table), *([Ct(a.table, commit=True)] if st2 & NEW else [])]
+        else:
+            acts = tracked(a.table)
+        eth_src = FIP_MAC.get(src, GW_MAC if src.startswith("10.254.254.") else None)
+        if eth_src is None or dst not in FIP_MAC:
+            return [(None, acts)]
+        out = {"10.1.1.1": "ovs-p0", "10.1.1.2": "ovs-p1"}[dst]
+        return [(out, [*acts, SetEthSrc(eth_src), SetEthDst(FIP_MAC[dst])])]
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+
+    def ended(addr: str) -> Callable[[str], str]:
+        return lambda d: format_ct("".join(f"{line}\n" for line in d.splitlines()
+                                           if re.search("TIME_WAIT|CLOSING", line)), addr)
+    nc_send(t, ns1, "10.1.1.1", "1234")
+    wait_dump(t, ended("10.1.1.2"), "tcp,orig=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,"
+              "dport=<cleared>),reply=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,"
+              "dport=<cleared>),protoinfo=(state=<cleared>)\n")
+    nc_send(t, ns1, "10.254.254.1", "1234")
+    wait_dump(t, ended("10.254.254.2"), "tcp,orig=(src=10.254.254.2,dst=10.1.1.1,"
+              "sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.1,dst=10.254.254.2,"
+              "sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)\n")
+    assert wire.verify() >= 12
+
+
+@FLAVOUR
+@upstream("conntrack - negative test for recirculation optimization")
+def test_negative_recirculation_optimization(system_traffic: Callable[..., Traffic],
+                                             request: pytest.FixtureRequest,
+                                             flavour: str) -> None:
+    """As 'floating IP' without ct_clear: a connection to a floating IP is
+    committed with ct_mark 1, its addresses rewritten by set_field, and a
+    second ct in the same zone must look the rewritten packet up afresh (a
+    cached connection would be wrong): a new connection, committed with
+    ct_mark 2.  nc from ns1 to 10.254.254.1:1234; the dump shows both
+    connections with their marks.  Beyond upstream: every segment through
+    the model's two lookups."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = fip_setup(t)
+    add_flows(t, ["table=0,priority=10  ip action=ct(table=1)",
+                  "table=1,priority=20  ip,ct_state=+trk+est,nw_dst=10.254.254.0/24 "
+                  "action=goto_table:2",
+                  "table=1,priority=20  ip,ct_state=+trk+new,nw_dst=10.254.254.0/24 "
+                  "action=ct(commit,exec(set_field:1->ct_mark),table=2)",
+                  "table=2             ip,nw_dst=10.254.254.1 "
+                  "action=set_field:10.1.1.1->nw_dst,goto_table:3",
+                  "table=2             ip,nw_dst=10.254.254.2 "
+                  "action=set_field:10.1.1.2->nw_dst,goto_table:3",
+                  "table=3             ip,nw_src=10.1.1.1 "
+                  "action=set_field:10.254.254.1->nw_src,goto_table:4",
+                  "table=3             ip,nw_src=10.1.1.2 "
+                  "action=set_field:10.254.254.2->nw_src,goto_table:4",
+                  "table=4             ip,nw_dst=10.1.1.1 "
+                  "action=set_field:f0:00:00:01:01:01->eth_dst,goto_table:5",
+                  "table=4             ip,nw_dst=10.1.1.2 "
+                  "action=set_field:f0:00:00:01:01:02->eth_dst,goto_table:5",
+                  "table=5             ip,nw_src=10.254.254.0/24 "
+                  "action=set_field:f0:00:00:01:01:FE->eth_src,goto_table:6",
+                  "table=6,priority=10 ip action=ct(table=7)",
+                  "table=7             ip,ct_state=+trk+est action=goto_table:8",
+                  "table=7             ip,ct_mark=0x0,ct_state=+trk+new "
+                  "action=ct(commit,exec(set_field:2->ct_mark),table=8)",
+                  "table=8             ip,nw_dst=10.1.1.1 action=output:ovs-p0",
+                  "table=8             ip,nw_dst=10.1.1.2 action=output:ovs-p1"])
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type != IPV4:
+            return []
+        src, dst = ip_src(a.frame), ip_dst(a.frame)
+        st = a.state().state
+        if dst not in FIP or src not in LOCAL or not st & (NEW | EST) or st & INV:
+            return [(None, [Ct(a.table)])]
+        src, dst = LOCAL[src], FIP[dst]
+
+        def rewritten(table: Conntrack) -> list[Action]:
+            mark1 = [Ct(table, commit=True, mark=(1, 0xFFFFFFFF))] if st & NEW else []
+            return [Ct(table), *mark1, mod_nw_dst(dst), mod_nw_src(src),
+                    SetEthDst(FIP_MAC[dst]), SetEthSrc(GW_MAC), Ct(table)]
+        probe = copy.deepcopy(a.table)
+        model.forward(a.frame, rewritten(probe), TxOffloads(), a.rx)
+        st2, mark = probe.last.state, (probe.last.conn.mark if probe.last.committed
+                                       and probe.last.conn is not None else 0)
+        acts = rewritten(a.table)
+        if st2 & TRK and st2 & NEW and mark == 0:
+            acts.append(Ct(a.table, commit=True, mark=(2, 0xFFFFFFFF)))
+        elif not (st2 & TRK and st2 & EST):
+            return [(None, acts)]
+        return [({"10.1.1.1": "ovs-p0", "10.1.1.2": "ovs-p1"}[dst], acts)]
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    nc_send(t, ns1, "10.254.254.1", "1234")
+    check_ct(t, "10.254.254",
+             "tcp,orig=(src=10.1.1.2,dst=10.254.254.1,sport=<cleared>,dport=<cleared>),"
+             "reply=(src=10.254.254.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),mark=1,"
+             "protoinfo=(state=<cleared>)\n"
+             "tcp,orig=(src=10.254.254.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),"
+             "reply=(src=10.1.1.1,dst=10.254.254.2,sport=<cleared>,dport=<cleared>),mark=2,"
+             "protoinfo=(state=<cleared>)\n")
+    assert wire.verify() >= 6
