@@ -276,3 +276,38 @@ def test_original_direction_tuple_and_ct_clear() -> None:
     bad[14 + 10] ^= 1
     run(ct, bytes(bad), Ct(ct))
     assert ct.last.orig is None  # invalid: no tuple
+
+
+def test_a_natted_packet_keeps_its_connection_in_a_later_ct() -> None:
+    """After a DNAT, a second ct in the zone finds the connection by the
+    translated tuple: no second connection, the mark lands on the first, and a
+    nat there changes nothing and keeps +dnat."""
+    ct = Conntrack()
+    out = model.forward(tcp(A, "172.1.1.2", dport=8080),
+                        [Ct(ct, commit=True, nat=Nat.of("dst", B, 80)),
+                         Ct(ct, commit=True, nat=Nat.of("src", NAT_ADDR), mark=(0xAC, 0xFF)),
+                         output("p2")], TxOffloads())
+    assert out.frames[0] == tcp(A, B)
+    assert len(ct.conns) == 1 and ct.conns[0].mark == 0xAC
+    assert ct.last.text == "+new+trk+dnat"
+    # A new zone is another table: there the translated packet opens its own.
+    model.forward(tcp(A, "172.1.1.3", dport=8080),
+                  [Ct(ct, commit=True, nat=Nat.of("dst", B, 80)), Ct(ct, zone=2, commit=True)],
+                  TxOffloads())
+    assert [c.zone for c in ct.conns] == [0, 0, 2]
+
+
+def test_an_echo_identifier_may_be_mapped_into_a_port_range() -> None:
+    """RFC 5508 3.1 REQ-1 a: a NAPT may translate the Query Identifier; the
+    echo and its reply carry the mapped identifier, the checksum patched."""
+    nat = Nat.of("src", NAT_ADDR, 20000)
+    key = Key(A, B, 1, 7, 7)
+    assert nat.candidates(key) == [(NAT_ADDR, 7), (NAT_ADDR, 20000)]
+    ct = Conntrack()
+    ct.pin(0, key, NAT_ADDR, 20000)
+    ping = frame(IP(src=A, dst=B) / ICMP(type=8, id=7, seq=1) / Raw(b"ping"))
+    assert run(ct, ping, Ct(ct, commit=True, nat=nat))[1] == \
+        frame(IP(src=NAT_ADDR, dst=B) / ICMP(type=8, id=20000, seq=1) / Raw(b"ping"))
+    pong = frame(IP(src=B, dst=NAT_ADDR) / ICMP(type=0, id=20000, seq=1) / Raw(b"ping"))
+    assert run(ct, pong, Ct(ct, nat=Nat())) == \
+        ("+est+rpl+trk+dnat", frame(IP(src=B, dst=A) / ICMP(type=0, id=7, seq=1) / Raw(b"ping")))

@@ -51,14 +51,16 @@ def test_system_traffic_ids_name_titles_of_the_file() -> None:
         "cases/test_system_traffic_igmp.py", "cases/test_system_traffic_actions.py",
         "cases/test_system_traffic_misc.py", "cases/test_system_ct.py",
         "cases/test_system_ct_related.py", "cases/test_system_ct_http.py",
-        "cases/test_system_ct_frag.py")
+        "cases/test_system_ct_frag.py", "cases/test_system_ct_nat.py",
+        "cases/test_system_ct_dnat.py", "cases/test_system_ct_nat_related.py",
+        "cases/test_system_ct_limits.py")
     listed = {t.title for t in FILES["system-traffic.at"]}
     assert set(found) == {"system-traffic.at"}, sorted(found)
     titles = found["system-traffic.at"]
     assert titles <= listed, titles - listed
     # tunnels, truncate, l2, mpls, igmp, clone and drop, misc; conntrack: ping/dpctl,
-    # related, http, fragments
-    assert len(titles) >= 22 + 1 + 10 + 14 + 2 + 2 + 8 + 8 + 5 + 14 + 26
+    # related, http, fragments, NAT
+    assert len(titles) >= 22 + 1 + 10 + 14 + 2 + 2 + 8 + 8 + 5 + 14 + 26 + 26
 
 
 def test_system_route_and_interface_titles() -> None:

@@ -53,11 +53,23 @@ NAT (ovs-actions(7) `nat`; RFC 4787, RFC 5382, RFC 5508):
   case pins the one OVS chose (`Conntrack.pin`).  Without a port range the port
   is kept (OVS falls back to another port only on a collision, which these
   scenarios avoid; RFC 4787 4.2.1 port preservation); with one, any port in it.
+  An ICMP echo's identifier, which keys it as ports do, may be kept or mapped
+  into the range (RFC 5508 3.1 REQ-1 a: a NAPT translates the Query Identifier).
+- nat(src=0.0.0.0): no SNAT unless the connection's reply key collides with a
+  committed connection's, then the source port only, to any other port
+  (ovs-actions(7) "a special case").
 - Original direction: rewrite to the reverse of the reply key; reply direction:
   to the reverse of the original key (RFC 5382 / RFC 4787 the inverse mapping).
   ct_state gets +snat when this packet's source was translated, +dnat when its
   destination was ("transformed by source/destination address/port
   translation"): a reply to a SNATed connection gets +dnat.
+- A packet NATed by a connection stays that connection's packet: a later ct
+  in the same zone finds it by the tuple it translated to (the reverse of the
+  other direction's key), and a ct with nat there translates it as before
+  (no change) and keeps its +snat/+dnat; a new zone starts afresh
+  (ovs-fields(7): ct_nw_src and the other original-tuple fields stay with the
+  packet through recirculation; "each zone is an independent connection
+  tracking context").
 - A related ICMP error travels in the direction opposite to the packet it
   embeds (RFC 5508 4.2, RFC 5382 7.1): the embedded packet's key is reversed.
 - How the packet's bytes are rewritten to that (addresses, ports, a related
@@ -141,13 +153,29 @@ class Nat:
             text += f":{p_lo}" if p_lo == p_hi else f":{p_lo}-{p_hi}"
         return f"nat({self.kind}={text})"
 
+    @property
+    def all_zero(self) -> bool:
+        """nat(src=0.0.0.0) or nat(src=::): the special case of ovs-actions(7)."""
+        return self.kind == "src" and self.addrs[0] == self.addrs[1] \
+            and not int(ipaddress.ip_address(self.addrs[0]))
+
     def candidates(self, key: Key) -> list[tuple[str, int]]:
         """Every (address, port) the documentation allows for this connection."""
         lo, hi = (ipaddress.ip_address(a) for a in self.addrs)
         addrs = [str(ipaddress.ip_address(int(lo) + i)) for i in range(int(hi) - int(lo) + 1)]
         own = key.sport if self.kind == "src" else key.dport
-        ports = [own] if self.ports is None or key.proto not in (PROTO_TCP, PROTO_UDP) \
-            else list(range(self.ports[0], self.ports[1] + 1))
+        if self.all_zero:
+            # "When a source port collision is detected during the commit, the
+            # source port will be translated to an ephemeral port" (ovs-actions(7)).
+            return [(key.src, p) for p in range(1, 65536) if p != own]
+        if self.ports is None or key.proto not in (PROTO_TCP, PROTO_UDP, *ICMP_ECHO):
+            ports = [own]
+        elif key.proto in ICMP_ECHO:
+            # The range is of L4 ports (ovs-actions(7)); a NAPT may map an echo's
+            # Query Identifier as a port (RFC 5508 3.1 REQ-1 a): either is allowed.
+            ports = [own, *(p for p in range(self.ports[0], self.ports[1] + 1) if p != own)]
+        else:
+            ports = list(range(self.ports[0], self.ports[1] + 1))
         return [(a, p) for a in addrs for p in ports]
 
 
@@ -295,7 +323,10 @@ class Conntrack:
                                               else ICMPV6_ERRORS):
             return self._related(pkt, zone)
         key = packet_key(pkt.data, lay.l3 or 0, pkt.ipv)
+        natted = pkt.ct_nat.get(zone)
         found = self.find(zone, key)
+        if natted is not None and any(c is natted[0] for c in self.conns):
+            found = natted[0], natted[1]  # the connection that translated it
         if found is None:
             return self._opening(pkt, zone, key)
         conn, reply = found
@@ -373,6 +404,9 @@ class Conntrack:
         conn = res.conn
         if conn.committed:
             return
+        if nat is not None and nat.all_zero and not any(
+                c.zone == conn.zone and conn.reply in (c.orig, c.reply) for c in self.conns):
+            nat = None  # nat(src=0.0.0.0) without a collision: no SNAT (ovs-actions(7))
         if nat is not None and nat.kind:
             choices = nat.candidates(conn.orig)
             addr, port = self.pins.get((conn.zone, conn.orig), choices[0])
@@ -381,6 +415,8 @@ class Conntrack:
             o = conn.orig
             new = (Key(addr, o.dst, o.proto, port, o.dport) if nat.kind == "src"
                    else Key(o.src, addr, o.proto, o.sport, port))
+            if o.proto in ICMP_ECHO:  # one identifier both ways
+                new = new._replace(sport=port, dport=port)
             conn.nat, conn.reply = nat.kind, new.reversed()
         conn.committed = True
         self.conns.append(conn)
@@ -465,7 +501,13 @@ class Ct(Action):
             pkt.notes.append(f"conntrack: zone {self.zone}: {res.key} committed"
                              + (f", {conn.nat} NAT to {conn.reply.reversed()}" if conn.nat else ""))
         if self.nat is not None and res.committed and res.conn is not None and res.conn.nat:
-            res.state |= translate(pkt, res)
+            natted = pkt.ct_nat.get(self.zone)
+            bits = translate(pkt, res)
+            if natted is not None and natted[0] is res.conn:
+                bits |= natted[2]
+            res.state |= bits
+            if not res.related:
+                pkt.ct_nat[self.zone] = (res.conn, res.reply, bits)
 
 
 def translate(pkt: Packet, res: Result) -> int:

@@ -8,8 +8,8 @@ This module makes the packet so:
   the destination likewise.  Which were rewritten gives ct_state's +snat and
   +dnat ("transformed by source/destination address/port translation",
   ovs-fields(7)).
-- A related ICMP error (RFC 5508 4.2, RFC 5382 7.1): the outer addresses that
-  belong to the connection are translated as the direction's packets are, and
+- A related ICMP error (RFC 5508 4.2, RFC 5382 7.1): the outer address this
+  direction's NAT writes is written (whoever sent the error), and
   the embedded packet, which travelled the other way, gets the inverse; the
   embedded IPv4 and TCP/UDP checksums, and the ICMP checksum, are patched to
   match (RFC 1624); ICMPv6's checksum covers its pseudo-header too (RFC 4443 2.3).
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from datapath.model import csum
 from datapath.model.actions import SetIPv4Addr, SetL4Port
-from datapath.model.packet import PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, Packet
+from datapath.model.packet import PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP, Packet
 
 if TYPE_CHECKING:
     from datapath.model.conntrack import Key
@@ -42,12 +42,25 @@ def rewrite(pkt: Packet, outer: Key, to: Key, related: bool) -> tuple[bool, bool
     lay = pkt.outer
     assert lay.l3 is not None
     src, dst = _addrs(pkt)
-    if outer.src != to.src and src == outer.src:
+    # A related error's outer header gets the address this direction's NAT
+    # writes even when another host sent it (a router's error in the reply
+    # direction of a DNAT connection leaves with the virtual address as its
+    # source: system-traffic.at's "ICMP from different source related with
+    # NAT", whose expected frames count as facts).
+    if outer.src != to.src and (src == outer.src or related) and src != to.src:
         _set_addr(pkt, "src", to.src)
         snat = True
-    if outer.dst != to.dst and dst == outer.dst:
+    if outer.dst != to.dst and (dst == outer.dst or related) and dst != to.dst:
         _set_addr(pkt, "dst", to.dst)
         dnat = True
+    if not related and outer.proto in (PROTO_ICMP, PROTO_ICMPV6) and outer.sport != to.sport \
+            and lay.payload is not None:
+        # An echo's Query Identifier, mapped as a port (RFC 5508 3.1 REQ-1 a), and the
+        # ICMP checksum patched (RFC 1624).
+        ident = lay.payload + 4
+        old, new = pkt.data[ident:ident + 2], struct.pack("!H", to.sport)
+        pkt.put16(lay.payload + 2, csum.incremental(pkt.u16(lay.payload + 2), bytes(old), new))
+        pkt.data[ident:ident + 2] = new
     if not related and pkt.l4 is not None and outer.proto in (PROTO_TCP, PROTO_UDP):
         if outer.sport != to.sport:
             SetL4Port(to.sport, "src").apply(pkt)

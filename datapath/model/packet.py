@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, replace
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from datapath.model import csum
 from datapath.model.hooks import Known, Overlay
@@ -202,6 +202,9 @@ class Packet:
     cut: Cut | None = None
     # What a layer above keeps on the packet (datapath/model/hooks.py).
     overlay: Overlay | None = None
+    # zone -> (connection, reply, snat/dnat bits) of the ct action that NATed
+    # the packet in that zone (datapath/model/conntrack.py).
+    ct_nat: dict[int, tuple[Any, bool, int]] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, frame: bytes) -> "Packet":
