@@ -766,9 +766,11 @@ def pre_recirc(nat: str) -> Callable[[Arrival], Out]:
             return []
         res = a.state(nat=Nat())
         look = Ct(a.table, nat=Nat())
+        if a.ip_proto == ICMP:  # table 2's +rel icmp to 10.1.1.1, the only SNATed source
+            return [(P0 if a.ofport == 2 and res.state & REL else None, [look])]
         key = after_nat(res, key_of(a))
         if a.ip_proto != TCP or key is None:
-            return [(None, [look])]  # table 1 and 2's ICMP: only related errors, none judged
+            return [(None, [look])]
         if a.ofport == 1:
             if res.state & NEW and key.dport == 21 and key.src == "10.1.1.1":
                 return [(P1, [look, Ct(a.table, commit=True, nat=Nat.of("src", nat))])]
@@ -785,15 +787,14 @@ def post_recirc(nat: str) -> Callable[[Arrival], Out]:
             return []
         st = a.state().state
         look = Ct(a.table)
+        if a.ip_proto == ICMP and a.ofport == 2 and st & REL:
+            return [(P0, [look, Ct(a.table, nat=Nat())])]
         if a.ip_proto == TCP and a.ofport == 1 and st & NEW and to_port(a) == 21:
             return [(P1, [look, Ct(a.table, commit=True, nat=Nat.of("src", nat))])]
         if a.ip_proto == TCP and st & EST:
             return [(other(a), [look, Ct(a.table, nat=Nat())])]
         return [(None, [look])]
     return pipeline
-
-
-LABEL_MASK = (1 << 128) - 1
 
 
 def orig_tuple(nat: str) -> Callable[[Arrival], Out]:
@@ -943,8 +944,7 @@ def nat_pipeline(ipv: int, nat: Nat, client: str, est1: Callable[[Key], bool],
         key = after_nat(res, key_of(a))
         if a.ip_proto != TCP or key is None:
             return [(None, [look])]
-        if a.ofport == 1 and res.state & NEW and not res.state & REL and key.src == client \
-                and key.dport == 21:
+        if a.ofport == 1 and res.state & NEW and key.src == client and key.dport == 21:
             return [(P1, [look, Ct(a.table, commit=True, nat=nat)])]
         if res.state & EST and (est1 if a.ofport == 1 else est2)(key):
             return [(other(a), [look])]
