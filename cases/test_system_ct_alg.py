@@ -16,8 +16,9 @@ rewrite changes their length (RFC 9293 3.4).  So in every test:
   out of reach: their first packet is +rel by an expectation; they are not
   judged;
 - the control connection is judged (ct state, the flows' verdict, NAT of its
-  headers) except the segments whose payload the ALG parses for an address
-  (PORT, EPRT, 227): with NAT those are rewritten;
+  headers); behind NAT, not the segments whose payload the ALG rewrites
+  (PORT, EPRT, 227: the address they carry); without NAT the ALG only reads
+  them, and they are judged as any other segment;
 - where the NAT rewrite changes the length of such a message (seqadj), every
   later segment of the control connection has its sequence numbers shifted:
   only the control connection's handshake (SYN and SYN+ACK) is judged.
@@ -105,12 +106,12 @@ def l4(frame: bytes) -> tuple[int, int, int, int, bytes] | None:
     return None
 
 
-def control(port: int = 21, proto: int = TCP, handshake: bool = False
+def control(port: int = 21, proto: int = TCP, nat: bool = False, handshake: bool = False
             ) -> Callable[[bytes], bool]:
     """The judged frames: everything under test that is not TCP/UDP (ARP,
     ICMP but errors about another connection), and the segments of the
-    control connection to `port` (TFTP: the requests to it) but those whose
-    address the ALG parses; with
+    control connection to `port` (TFTP: the requests to it); behind `nat`,
+    not those whose address the ALG rewrites; with
     `handshake`, of the control connection only its SYN and SYN+ACK."""
     def judged(frame: bytes) -> bool:
         if not under_test(frame):
@@ -124,7 +125,7 @@ def control(port: int = 21, proto: int = TCP, handshake: bool = False
             return False
         if handshake:
             return bool(flags & SYN)
-        return not ADDRESSED.search(payload)
+        return not (nat and ADDRESSED.search(payload))
     return judged
 
 
@@ -468,8 +469,9 @@ def test_ftp_ipv6(system_traffic: Callable[..., Traffic], request: pytest.Fixtur
     connections from ns0, related ones from ns1, established both ways.  An
     active FTP (EPRT) from ns0 works; the control connection has the helper,
     the data connection from ns1 is committed.  Beyond upstream: the pings
-    and the control connection through the model (EPRT's segments are the
-    ALG's: out of reach, module docstring)."""
+    and the whole control connection, EPRT included (without NAT the ALG
+    only reads it), through the model; the data connection is out of reach
+    (module docstring)."""
     t: Traffic = system_traffic(flavour)
     ns0, ns1 = ct_ports(t, six=True)
     add_flows(t, FTP6_FLOWS.format(rel=2, rel_out=1))
@@ -857,7 +859,7 @@ def check_ftp_nat(t: Traffic, request: pytest.FixtureRequest, variant: str, nat:
                                                                   reply=ARP_REPLY_ACTIONS))
     wire = CtWire.on(t, request, [ns0, ns1], pipeline(nat))
     seqadj = len(nat) != len("10.1.1.1")
-    wire.judged = control(handshake=seqadj)
+    wire.judged = control(nat=True, handshake=seqadj)
     start_ftp(t, ns1)
     lftp(t, ns0, "10.1.1.2")
     rest = f"{extra}protoinfo=(state=<cleared>)"
@@ -971,7 +973,7 @@ def run_v4_nat(t: Traffic, request: pytest.FixtureRequest, flows: str,
                dump: str) -> None:
     add_flows(t, flows)
     wire = CtWire.on(t, request, [ns0, ns1], pipeline)
-    wire.judged = control()
+    wire.judged = control(nat=True)
     wait_ping(t, ns0, ping)
     start_ftp(t, ns1)
     for url, opts, active in fetches:
@@ -1169,7 +1171,7 @@ def test_ipv6_ftp_snat(system_traffic: Callable[..., Traffic], request: pytest.F
     t: Traffic = system_traffic(flavour)
     wire = v6_snat(t, request, v6_snat_flows(
         f"in_port=2 ct_state=+new+rel tcp6 ipv6_dst={V6_SNAT} action=ct(commit,nat),1"),
-        V6_PIPELINE, True, control(handshake=True))
+        V6_PIPELINE, True, control(nat=True, handshake=True))
     check_ct(t, "fc00::2", V6_SNAT_DUMP)
     assert wire.verify() >= 4
 
@@ -1186,7 +1188,7 @@ def test_ipv6_ftp_passive_snat(system_traffic: Callable[..., Traffic],
     t: Traffic = system_traffic(flavour)
     wire = v6_snat(t, request, v6_snat_flows(
         "in_port=1 ct_state=+new+rel tcp6 ipv6_dst=fc00::2 action=ct(commit,nat),2"),
-        V6_PIPELINE, False, control(), peer_mac=True)
+        V6_PIPELINE, False, control(nat=True), peer_mac=True)
     check_ct(t, "fc00::2", tcp_ct("fc00::1", "fc00::2", reply=("fc00::2", V6_SNAT))
              + tcp_ct("fc00::1", "fc00::2", reply=("fc00::2", V6_SNAT), helper=True))
     assert wire.verify() >= 10
@@ -1234,7 +1236,8 @@ def test_ipv6_ftp_snat_orig_tuple(system_traffic: Callable[..., Traffic],
     connection's).  Judged the same way: the pings and the control
     connection's handshake (EPRT grows by two characters: seqadj)."""
     t: Traffic = system_traffic(flavour)
-    wire = v6_snat(t, request, V6_ORIG_FLOWS, v6_orig_pipeline, True, control(handshake=True))
+    wire = v6_snat(t, request, V6_ORIG_FLOWS, v6_orig_pipeline, True,
+                   control(nat=True, handshake=True))
     check_ct(t, "fc00::2", V6_SNAT_DUMP)
     assert wire.verify() >= 4
 
