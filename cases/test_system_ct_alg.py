@@ -1011,19 +1011,34 @@ def test_ipv4_ftp_passive_snat(system_traffic: Callable[..., Traffic],
                + tcp_ct("10.1.1.1", "10.1.1.2", reply=("10.1.1.2", n), helper=True))
 
 
-def dnat_flows(server: str, rel: str) -> str:
-    return nat_table(
+def run_dnat(t: Traffic, request: pytest.FixtureRequest, mask: str, virtual: str,
+             server: str, active: bool, fetches: tuple[tuple[str, ...], ...] = ((),)) -> None:
+    """The DNAT tests' common body: ns0 (10.1.1.1) fetches from `virtual`,
+    which the first ct DNATs to ns1's `server` with the helper; static
+    neighbour entries (ns0: both addresses on ns1's MAC); the data
+    connections' related rule from the client (passive) or from the server
+    (active); one fetch per entry of `fetches` (curl's extra options)."""
+    client = "10.1.1.1"
+    ns0, ns1 = v4_pair(t, f"{server}{mask}", mask)
+    static_neigh(t, ns0, "p0", virtual, MAC1)
+    static_neigh(t, ns0, "p0", server, MAC1)
+    static_neigh(t, ns1, "p1", client, MAC0)
+    rel = (f"in_port=2 ct_state=+new+rel tcp nw_src={server} action=ct(commit,nat),1" if active
+           else f"in_port=1 ct_state=+new+rel tcp nw_src={client} action=ct(commit,nat),2")
+    flows = nat_table(
         V4_HEAD,
-        "in_port=1 ct_state=+new tcp nw_src=10.1.1.1 tp_dst=21 "
+        f"in_port=1 ct_state=+new tcp nw_src={client} tp_dst=21 "
         f"action=ct(alg=ftp,commit,nat(dst={server})),2",
         rel,
         f"in_port=1 ct_state=+est tcp nw_dst={server} action=2",
-        "in_port=2 ct_state=+est tcp nw_dst=10.1.1.1 action=1")
-
-
-def dnat_pipeline(server: str) -> Callable[[Arrival], Out]:
-    return nat_pipeline(4, Nat.of("dst", server), "10.1.1.1", lambda k: k.dst == server,
-                        lambda k: k.dst == "10.1.1.1")
+        f"in_port=2 ct_state=+est tcp nw_dst={client} action=1")
+    pipeline = nat_pipeline(4, Nat.of("dst", server), client, lambda k: k.dst == server,
+                            lambda k: k.dst == client)
+    ctl = tcp_ct(client, virtual, reply=(server, client), helper=True)
+    dump = (ctl + tcp_ct(server, client, reply=(client, virtual)) if active
+            else tcp_ct(client, virtual, reply=(server, client)) + ctl)
+    run_v4_nat(t, request, flows, pipeline, ns0, ns1, server,
+               [(virtual, opts, active) for opts in fetches], virtual, dump)
 
 
 @FLAVOUR
@@ -1035,17 +1050,7 @@ def test_ipv4_ftp_passive_dnat(system_traffic: Callable[..., Traffic],
     related and DNATed the same.  Beyond upstream: the ping and the control
     connection through the model's NAT (the 227 rewrite and the data
     connection: out of reach)."""
-    t: Traffic = system_traffic(flavour)
-    ns0, ns1 = v4_pair(t, "10.1.1.240/24")
-    static_neigh(t, ns0, "p0", "10.1.1.2", MAC1)
-    static_neigh(t, ns0, "p0", "10.1.1.240", MAC1)
-    static_neigh(t, ns1, "p1", "10.1.1.1", MAC0)
-    s = "10.1.1.240"
-    run_v4_nat(t, request, dnat_flows(s, "in_port=1 ct_state=+new+rel tcp nw_src=10.1.1.1 "
-                                         "action=ct(commit,nat),2"),
-               dnat_pipeline(s), ns0, ns1, s, [("10.1.1.2", (), False)], "10.1.1.2",
-               tcp_ct("10.1.1.1", "10.1.1.2", reply=(s, "10.1.1.1"))
-               + tcp_ct("10.1.1.1", "10.1.1.2", reply=(s, "10.1.1.1"), helper=True))
+    run_dnat(system_traffic(flavour), request, "/24", "10.1.1.2", "10.1.1.240", False)
 
 
 @FLAVOUR
@@ -1055,17 +1060,7 @@ def test_ipv4_ftp_passive_dnat_2(system_traffic: Callable[..., Traffic],
     """'Passive with DNAT' on a /16: 10.1.1.200 DNATed to ns1's 10.1.100.1
     (the 227 reply's address rewritten to one of the same length).  Judged
     the same way."""
-    t: Traffic = system_traffic(flavour)
-    ns0, ns1 = v4_pair(t, "10.1.100.1/16", "/16")
-    static_neigh(t, ns0, "p0", "10.1.1.200", MAC1)
-    static_neigh(t, ns0, "p0", "10.1.100.1", MAC1)
-    static_neigh(t, ns1, "p1", "10.1.1.1", MAC0)
-    s = "10.1.100.1"
-    run_v4_nat(t, request, dnat_flows(s, "in_port=1 ct_state=+new+rel tcp nw_src=10.1.1.1 "
-                                         "action=ct(commit,nat),2"),
-               dnat_pipeline(s), ns0, ns1, s, [("10.1.1.200", (), False)], "10.1.1.200",
-               tcp_ct("10.1.1.1", "10.1.1.200", reply=(s, "10.1.1.1"))
-               + tcp_ct("10.1.1.1", "10.1.1.200", reply=(s, "10.1.1.1"), helper=True))
+    run_dnat(system_traffic(flavour), request, "/16", "10.1.1.200", "10.1.100.1", False)
 
 
 @FLAVOUR
@@ -1077,18 +1072,8 @@ def test_ipv4_ftp_active_dnat(system_traffic: Callable[..., Traffic],
     back to come from 10.1.1.2.  Beyond upstream: the ping and the control
     connection through the model's NAT (EPRT and PORT are the ALG's, the
     data connections too: out of reach)."""
-    t: Traffic = system_traffic(flavour)
-    ns0, ns1 = v4_pair(t, "10.1.1.240/24")
-    static_neigh(t, ns0, "p0", "10.1.1.2", MAC1)
-    static_neigh(t, ns0, "p0", "10.1.1.240", MAC1)
-    static_neigh(t, ns1, "p1", "10.1.1.1", MAC0)
-    s = "10.1.1.240"
-    run_v4_nat(t, request, dnat_flows(s, f"in_port=2 ct_state=+new+rel tcp nw_src={s} "
-                                         "action=ct(commit,nat),1"),
-               dnat_pipeline(s), ns0, ns1, s,
-               [("10.1.1.2", ("--eprt",), True), ("10.1.1.2", ("--disable-eprt",), True)],
-               "10.1.1.2", tcp_ct("10.1.1.1", "10.1.1.2", reply=(s, "10.1.1.1"), helper=True)
-               + tcp_ct(s, "10.1.1.1", reply=("10.1.1.1", "10.1.1.2")))
+    run_dnat(system_traffic(flavour), request, "/24", "10.1.1.2", "10.1.1.240", True,
+             (("--eprt",), ("--disable-eprt",)))
 
 
 @FLAVOUR
@@ -1098,17 +1083,7 @@ def test_ipv4_ftp_active_dnat_reverse_skew(system_traffic: Callable[..., Traffic
                                            flavour: str) -> None:
     """'Active with DNAT' on a /16, the client fetching from 10.1.120.240,
     DNATed to ns1's shorter 10.1.1.2.  Judged the same way."""
-    t: Traffic = system_traffic(flavour)
-    ns0, ns1 = v4_pair(t, "10.1.1.2/16", "/16")
-    static_neigh(t, ns0, "p0", "10.1.1.2", MAC1)
-    static_neigh(t, ns0, "p0", "10.1.120.240", MAC1)
-    static_neigh(t, ns1, "p1", "10.1.1.1", MAC0)
-    s, v = "10.1.1.2", "10.1.120.240"
-    run_v4_nat(t, request, dnat_flows(s, f"in_port=2 ct_state=+new+rel tcp nw_src={s} "
-                                         "action=ct(commit,nat),1"),
-               dnat_pipeline(s), ns0, ns1, s, [(v, (), True)], v,
-               tcp_ct("10.1.1.1", v, reply=(s, "10.1.1.1"), helper=True)
-               + tcp_ct(s, "10.1.1.1", reply=("10.1.1.1", v)))
+    run_dnat(system_traffic(flavour), request, "/16", "10.1.120.240", "10.1.1.2", True)
 
 
 # ----------------------------------------------------------------------------
