@@ -309,17 +309,31 @@ def arp_icmp(a: Arrival) -> Out | None:
     return None
 
 
-def ftp_flows1(a: Arrival) -> Out:
-    """FTP_FLOWS1 (FTP_FLOWS3: the same verdicts; the helper makes no
-    difference to the control connection's packets)."""
-    if (out := arp_icmp(a)) is not None:
-        return out
-    if a.ip_proto != TCP:
-        return []
-    if a.ofport == 1:
-        return [(P1, [Ct(a.table, commit=True)])]
-    st = a.state().state
-    return [(P0 if st & TRK and st & (EST | REL) else None, [Ct(a.table)])]
+def flows1(proto: int) -> Callable[[Arrival], Out]:
+    """FTP_FLOWS1 (TCP) and TFTP_FLOWS1 (UDP): all of `proto` from port 1
+    committed, from port 2 only established or related (FTP_FLOWS3 too: the
+    helper makes no difference to the control connection's packets)."""
+    def pipeline(a: Arrival) -> Out:
+        if (out := arp_icmp(a)) is not None:
+            return out
+        if a.ip_proto != proto:
+            return []
+        if a.ofport == 1:
+            return [(P1, [Ct(a.table, commit=True)])]
+        st = a.state().state
+        return [(P0 if st & (EST | REL) else None, [Ct(a.table)])]
+    return pipeline
+
+
+ftp_flows1, tftp_flows1 = flows1(TCP), flows1(UDP)
+
+
+def flows2_out(a: Arrival, st: int) -> Out:
+    """FTP_FLOWS2's and TFTP_FLOWS2's port 1: a new connection committed (with
+    the helper), an established one let through."""
+    if st & NEW:
+        return [(P1, [Ct(a.table), Ct(a.table, commit=True)])]
+    return [(P1 if st & EST else None, [Ct(a.table)])]
 
 
 def ftp_flows2(a: Arrival) -> Out:
@@ -329,9 +343,7 @@ def ftp_flows2(a: Arrival) -> Out:
         return []
     st = a.state().state
     if a.ofport == 1:
-        if st & NEW:
-            return [(P1, [Ct(a.table), Ct(a.table, commit=True)])]
-        return [(P1 if st & EST else None, [Ct(a.table)])]
+        return flows2_out(a, st)
     if st & NEW and st & REL:
         return [(P0, [Ct(a.table), Ct(a.table, commit=True)])]
     return [(P0 if st & EST or (st & REL and not st & NEW) else None, [Ct(a.table)])]
@@ -593,17 +605,6 @@ table=1,in_port=2,udp,ct_state=+trk+new+rel,action=1
 """
 
 
-def tftp_flows1(a: Arrival) -> Out:
-    if (out := arp_icmp(a)) is not None:
-        return out
-    if a.ip_proto != UDP:
-        return []
-    if a.ofport == 1:
-        return [(P1, [Ct(a.table, commit=True)])]
-    st = a.state().state
-    return [(P0 if st & (EST | REL) else None, [Ct(a.table)])]
-
-
 def tftp_flows2(a: Arrival) -> Out:
     if (out := arp_icmp(a)) is not None:
         return out
@@ -611,9 +612,7 @@ def tftp_flows2(a: Arrival) -> Out:
         return []
     st = a.state().state
     if a.ofport == 1:
-        if st & NEW:
-            return [(P1, [Ct(a.table), Ct(a.table, commit=True)])]
-        return [(P1 if st & EST else None, [Ct(a.table)])]
+        return flows2_out(a, st)
     return [(P0 if st & EST or (st & NEW and st & REL) else None, [Ct(a.table)])]
 
 
