@@ -15,6 +15,7 @@ import pytest
 from datapath.backends.netns import Netns
 from datapath.model.actions import Action
 from datapath.model.conntrack import EST, NEW, TRK, Ct
+from fixtures.l7 import check_http, start_http
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, format_ct
 from fixtures.system_ct_macros import (
     ARP,
@@ -27,12 +28,10 @@ from fixtures.system_ct_macros import (
     UDP_2_1,
     arp_normal,
     check_grep_ct,
-    check_http,
     check_lost,
     grep_ct,
     monitor,
     packet_in_states,
-    start_l7_http,
     wait_packet_ins,
 )
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
@@ -489,7 +488,7 @@ def test_new_connections(system_traffic: Callable[..., Traffic],
         return [(None, [Ct(a.table)])]
 
     wire = CtWire.on(t, request, [ns0, ns1], pipeline)
-    start_l7_http(t, ns1)
+    start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2", 28)
     est_flow = ("NXST_FLOW reply:\n"
                 " table=1, priority=100,ct_state=+est+trk,in_port=1 actions=output:2\n")

@@ -25,6 +25,7 @@ from datapath.backends.netns import Netns
 from datapath.model.actions import Action, mod_nw_dst, mod_nw_src
 from datapath.model.conntrack import EST, INV, NEW, TRK, Conntrack, Ct, CtClear, Key, Nat
 from datapath.offloads import TxOffloads
+from fixtures.l7 import check_http, start_http
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, format_ct
 from fixtures.system_ct_nat import (
     ARP,
@@ -37,7 +38,6 @@ from fixtures.system_ct_nat import (
     after,
     arp_pipeline,
     arp_responder_flows,
-    check_http,
     conntrack_keys,
     ip_dst,
     ip_src,
@@ -46,7 +46,6 @@ from fixtures.system_ct_nat import (
     nc,
     nc_send,
     normal,
-    start_http,
     wait_dump,
 )
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream

@@ -18,8 +18,9 @@ import pytest
 
 from datapath.model.actions import Action
 from datapath.model.conntrack import EST, INV, NEW, TRK, Ct
+from fixtures.l7 import check_http, start_http
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
-from fixtures.system_ct_macros import Out, check_http, l2_icmp, start_l7_http, tcp_ct
+from fixtures.system_ct_macros import Out, l2_icmp, tcp_ct
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
 
@@ -77,8 +78,8 @@ def test_preserve_registers(system_traffic: Factory, request: pytest.FixtureRequ
         return [("ovs-p2", [Ct(a.table, commit=True)])]
 
     wire = CtWire.on(t, request, spaces, pipeline)
-    start_l7_http(t, spaces[1])
-    start_l7_http(t, spaces[3])
+    start_http(t, spaces[1])
+    start_http(t, spaces[3])
     check_http(t, spaces[0], "10.1.1.2")
     check_http(t, spaces[2], "10.1.1.4")
     assert wire.verify() >= 12
@@ -116,8 +117,8 @@ def test_invalid(system_traffic: Factory, request: pytest.FixtureRequest,
         return [(f"ovs-p{p - 2}" if passes else None, [Ct(a.table)])]
 
     wire = CtWire.on(t, request, spaces, pipeline)
-    start_l7_http(t, spaces[1])
-    start_l7_http(t, spaces[3])
+    start_http(t, spaces[1])
+    start_http(t, spaces[3])
     check_http(t, spaces[0], "10.1.1.2", 28)
     check_http(t, spaces[2], "10.1.1.4")
     assert wire.verify() >= 12
@@ -156,8 +157,8 @@ def zones_case(t: Traffic, request: pytest.FixtureRequest, flows: list[str],
         return [(f"ovs-p{p - 2}" if zone == zone1 else None, [Ct(a.table, zone=zone)])]
 
     wire = CtWire.on(t, request, spaces, pipeline)
-    start_l7_http(t, spaces[1])
-    start_l7_http(t, spaces[3])
+    start_http(t, spaces[1])
+    start_http(t, spaces[3])
     check_http(t, spaces[0], "10.1.1.2")
     check_ct(t, "10.1.1.2", tcp_ct("10.1.1.1", "10.1.1.2", f",zone={zone1}"))
     check_http(t, spaces[2], "10.1.1.4", 28)
@@ -220,7 +221,7 @@ def test_zones_from_other_field(system_traffic: Factory, request: pytest.Fixture
         return pipeline
 
     wire = CtWire.on(t, request, [ns0, ns1], table(5))
-    start_l7_http(t, ns1)
+    start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_ct(t, "10.1.1.2", tcp_ct("10.1.1.1", "10.1.1.2", ",zone=5"))
     flows = dp_flows_p0(t)
@@ -274,7 +275,7 @@ def test_zones_from_other_field_more(system_traffic: Factory, request: pytest.Fi
         return pipeline
 
     wire = CtWire.on(t, request, [ns0, ns1], table(5))
-    start_l7_http(t, ns1)
+    start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_ct(t, "10.1.1.2", tcp_ct("10.1.1.1", "10.1.1.2", ",zone=5,labels=0xffff0005"))
     flows = [f.replace("0xffff0005/0xffff", "0x5/0xffff") for f in dp_flows_p0(t)]
@@ -344,7 +345,7 @@ def test_multiple_bridges(system_traffic: Factory, request: pytest.FixtureReques
         return [("ovs-p0" if est(a.state(1).state) else None, acts)]
 
     wire = CtWire.on(t, request, [ns0, ns1], pipeline)
-    start_l7_http(t, ns1)
+    start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     assert wire.verify() >= 6
 
@@ -373,7 +374,7 @@ def test_multiple_zones(system_traffic: Factory, request: pytest.FixtureRequest,
         return [("ovs-p0", [Ct(a.table, zone=2)])]
 
     wire = CtWire.on(t, request, [ns0, ns1], pipeline)
-    start_l7_http(t, ns1)
+    start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_http(t, ns0, "10.1.1.2")
     check_ct(t, "10.1.1.2", tcp_ct("10.1.1.1", "10.1.1.2", ",zone=1")
@@ -404,8 +405,8 @@ def mark_case(t: Traffic, request: pytest.FixtureRequest, flows: list[str],
         return [(f"ovs-p{p - 2}" if ok else None, [Ct(a.table)])]
 
     wire = CtWire.on(t, request, spaces, pipeline)
-    start_l7_http(t, spaces[1])
-    start_l7_http(t, spaces[3])
+    start_http(t, spaces[1])
+    start_http(t, spaces[3])
     name = "labels" if field == "label" else field
     check_http(t, spaces[0], "10.1.1.2")
     if dumped:
@@ -505,7 +506,7 @@ def fiddle_case(t: Traffic, request: pytest.FixtureRequest, flows: list[str],
         return [("ovs-p0" if ok else None, acts)]
 
     wire = CtWire.on(t, request, [ns0, ns1], pipeline)
-    start_l7_http(t, ns1)
+    start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_ct(t, "10.1.1.2", expected)
     assert wire.verify() >= 6

@@ -20,6 +20,7 @@ import pytest
 
 from datapath.model.actions import Action
 from datapath.model.conntrack import EST, NEW, RPL, TRK, Conntrack, Ct, Key, Nat
+from fixtures.l7 import check_http, start_http
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
 from fixtures.system_ct_nat import (
     ARP,
@@ -39,7 +40,6 @@ from fixtures.system_ct_nat import (
     arp_pipeline,
     arp_responder_flows,
     check_ct_xx,
-    check_http,
     in_range,
     ip_dst,
     nat_choices,
@@ -47,7 +47,6 @@ from fixtures.system_ct_nat import (
     normal,
     pin,
     ping1,
-    start_http,
     wait_dump,
 )
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
@@ -208,7 +207,7 @@ def test_snat_ct_mark_on_reply(system_traffic: Callable[..., Traffic],
     answered; the dump shows the connection with mark=1.  The reply leaves
     twice: ct(table=1) forks, and the instance that is not reinjected goes on
     to output:1 (ping -c 1 exits at the first).  (Upstream's `arp -s`
-    is `ip neigh add` here: the runtime has no net-tools.)  Beyond upstream:
+    is `ip neigh add` here: the same permanent entry.)  Beyond upstream:
     the request and the reply, each translated (the second ct finds the
     connection by the tuple its NAT gave the packet)."""
     t: Traffic = system_traffic(flavour)

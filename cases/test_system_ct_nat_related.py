@@ -21,6 +21,7 @@ import pytest
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model.actions import Action
 from datapath.model.conntrack import EST, NEW, REL, RPL, TRK, Ct, Key, Nat
+from fixtures.l7 import check_http, start_http
 from fixtures.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
 from fixtures.system_ct_nat import (
     ARP,
@@ -40,7 +41,6 @@ from fixtures.system_ct_nat import (
     arp_responder_flows,
     check_ct_xx,
     check_flows,
-    check_http,
     check_no_bad_checksum,
     compose,
     flows_file,
@@ -50,7 +50,6 @@ from fixtures.system_ct_nat import (
     nc_udp,
     pcap_hex,
     pin,
-    start_http,
     start_tcpdump,
     tcpdump_read,
 )

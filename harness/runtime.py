@@ -34,7 +34,7 @@ PACKAGES = [
     "librte-net-tap26", "librte-net-pcap26", "librte-net-null26",
     "librte-net-virtio26", "librte-net-vhost26", "librte-bus-vdev26",
     "iproute2", "ethtool", "tcpdump", "tshark", "iperf3", "procps", "kmod",
-    "iputils-ping", "ncat", "curl", "python3-pyftpdlib", "tftpd-hpa",
+    "iputils-ping", "ncat", "curl", "lftp", "python3-pyftpdlib", "tftpd-hpa",
     "net-tools",  # netstat: upstream's own system tests (the ratio benchmark) wait on it
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-pytest-xdist", "python3-pytest-timeout",
