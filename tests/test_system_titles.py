@@ -1,8 +1,8 @@
 """Every test of upstream's system-dpdk.at and system-afxdp.at (Open vSwitch
 4.0.0) is named, with its exact AT_SETUP title and its file, by at least one
-pytest id; and no id names a title those files do not have.  The
-system-traffic.at reproductions name only titles of that file as
-check-system-userspace lists it."""
+pytest id; and no id names a title those files do not have.  Every test
+of check-system-userspace's five files is named by an id of the system
+modules or has its reason in NOT_HERE."""
 from __future__ import annotations
 
 import subprocess
@@ -43,33 +43,23 @@ def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
     assert set(found) == {"system-dpdk.at", "system-afxdp.at"}, sorted(found)
 
 
-def test_system_traffic_ids_name_titles_of_the_file() -> None:
-    found = named_titles(
-        "cases/test_system_traffic.py", "cases/test_system_traffic_simulated.py",
-        "cases/test_system_traffic_srv6.py", "cases/test_system_traffic_truncate.py",
-        "cases/test_system_traffic_l2.py", "cases/test_system_traffic_mpls.py",
-        "cases/test_system_traffic_igmp.py", "cases/test_system_traffic_actions.py",
-        "cases/test_system_traffic_misc.py", "cases/test_system_ct.py",
-        "cases/test_system_ct_related.py", "cases/test_system_ct_http.py",
-        "cases/test_system_ct_frag.py", "cases/test_system_ct_nat.py",
-        "cases/test_system_ct_dnat.py", "cases/test_system_ct_nat_related.py",
-        "cases/test_system_ct_limits.py")
-    listed = {t.title for t in FILES["system-traffic.at"]}
-    assert set(found) == {"system-traffic.at"}, sorted(found)
-    titles = found["system-traffic.at"]
-    assert titles <= listed, titles - listed
-    # tunnels, truncate, l2, mpls, igmp, clone and drop, misc; conntrack: ping/dpctl,
-    # related, http, fragments, NAT
-    assert len(titles) >= 22 + 1 + 10 + 14 + 2 + 2 + 8 + 8 + 5 + 14 + 26 + 26
-
-
-def test_system_route_and_interface_titles() -> None:
-    """Every test of system-route.at and system-interface.at is named by an id,
-    or is one check-system-userspace skips (NOT_HERE), not both."""
-    from reports.system_userspace import NOT_HERE
-    found = named_titles("cases/test_system_route.py", "cases/test_system_interface.py")
-    assert set(found) == {"system-route.at", "system-interface.at"}, sorted(found)
-    for file in found:
-        listed = {t.title for t in FILES[file]}
-        assert found[file] | (listed & set(NOT_HERE)) == listed, listed - found[file]
-        assert not found[file] & set(NOT_HERE), found[file] & set(NOT_HERE)
+def test_every_check_system_userspace_test_is_reproduced_or_has_its_reason() -> None:
+    """All 218 of check-system-userspace, file by file: each title is named by
+    an id of the system modules, or is in NOT_HERE with the reason it cannot
+    run in this suite, never both; and the modules name no title the files
+    do not have."""
+    from reports.system_userspace import NOT_HERE, SYSTEM_USERSPACE
+    modules = sorted(str(p.relative_to(ROOT)) for pattern in (
+        "test_system_traffic*.py", "test_system_ct*.py", "test_system_route.py",
+        "test_system_interface.py", "test_system_layer3_tunnels.py", "test_system_ptap.py")
+        for p in (ROOT / "cases").glob(pattern))
+    found = named_titles(*modules)
+    assert set(found) == set(SYSTEM_USERSPACE), sorted(set(found) ^ set(SYSTEM_USERSPACE))
+    assert sum(len(tests) for tests in SYSTEM_USERSPACE.values()) == 218
+    for file, tests in SYSTEM_USERSPACE.items():
+        listed = {title for _, title in tests}
+        assert found[file] <= listed, (file, found[file] - listed)
+        assert not found[file] & set(NOT_HERE), (file, found[file] & set(NOT_HERE))
+        assert found[file] | (listed & set(NOT_HERE)) == listed, \
+            (file, listed - found[file] - set(NOT_HERE))
+    assert set(NOT_HERE) <= {title for tests in SYSTEM_USERSPACE.values() for _, title in tests}
