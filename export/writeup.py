@@ -170,6 +170,15 @@ RULES: dict[str, Rule] = {
         "packet, or drop the offload flags (and the L4 offsets) of a packet it cuts: "
         "then the truncated copy's checksums are the packet's, and a tunnel's outer "
         "checksum is a full one over the bytes that leave"),
+    "revalidator-resume-unpaused": Rule(
+        "revalidator/resume without a pause answers",
+        "ovs-appctl(8) sends a command to the daemon and prints its response; resuming "
+        "revalidators that are not paused has nothing to do, so the command must be "
+        "answered at once and leave ovs-vswitchd serving requests, as a resume after a "
+        "pause does.",
+        "in udpif_resume_revalidators(), block on pause_barrier only when pause_latch "
+        "was set (latch_poll() says so): the revalidators reach the barrier only while "
+        "paused"),
     "ct-icmp6-nat-conn-proto": Rule(
         "conntrack - nat of an icmpv6 error keeps its embedded packet",
         "RFC 5508 section 4.2 (and RFC 5382 section 7.1 for TCP): a NAT translates an "

@@ -22,8 +22,8 @@ VALIDATED_ON = "4.0.0"
 # a standard or from OVS's documentation that OVS may keep by design; or latent,
 # where no real port produces the input (only netdev-dummy's options reach it).
 CLASSES = ("bug", "by-design", "latent")
-SEVERITIES = ("crash", "corrupts data on the wire", "loses packets", "wrong counters",
-              "cosmetic")
+SEVERITIES = ("crash", "hangs the daemon", "corrupts data on the wire", "loses packets",
+              "wrong counters", "cosmetic")
 # Real port kinds; "any" for an input every kind can carry.
 PORT_KINDS = ("tap", "veth", "vhost-user", "afxdp", "dpdk", "any")
 
@@ -515,8 +515,22 @@ TUNNEL_CSUM_TRUSTS_RX_GOOD = OvsBug(
         "is lost either way (its inner checksum is wrong); what changes is where it is "
         "dropped and which receiver's checksum error counters count it")
 
+REVALIDATOR_RESUME_UNPAUSED = OvsBug(
+    "revalidator-resume-unpaused",
+    "`ovs-appctl revalidator/resume` without a `revalidator/pause` before it never "
+    "answers, and ovs-vswitchd's main thread blocks for good: no more OpenFlow, database "
+    "or appctl requests are served (the daemon must be killed; `exit` is not answered "
+    "either; nor are the packets of non-PMD ports, which the main thread polls)",
+    "ofproto/ofproto-dpif-upcall.c udpif_resume_revalidators() blocks on pause_barrier "
+    "whether or not the revalidators are paused; they reach that barrier only in "
+    "revalidator_pause(), after the main thread set pause_latch",
+    cls="bug", severity="hangs the daemon", root_cause="revalidator-resume-unpaused",
+    real_ports=(RealPort("any", "no port: a resume that no pause preceded (a script's "
+                         "cleanup step, or a second resume after one pause)",
+                         "cases/test_flows.py::test_revalidator_resume_without_pause"),))
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
        TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, TRUNC_CSUM_PAST_END, CT_TCP_SYN_SENT_REPLY,
-       CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD)
+       CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD, REVALIDATOR_RESUME_UNPAUSED)
