@@ -19,6 +19,7 @@ from datapath.expect import expect_frames
 from datapath.model import bugs
 from datapath.model.actions import output
 from datapath.offloads import TxOffloads
+from datapath.verdict import PRESENT, record_step
 from fixtures.pmd import icmp_frame
 from fixtures.sequence import capture, expect_unchanged
 from harness.control import check
@@ -314,7 +315,7 @@ def test_revalidator_handles_failed_modification(sandbox: Sandbox, case_record: 
     assert any("failed to put" in ln for ln in sandbox.log.lines())
 
 
-def test_revalidator_resume_without_pause(sandbox: Sandbox) -> None:
+def test_revalidator_resume_without_pause(sandbox: Sandbox, case_record: CaseRecord) -> None:
     """Beyond upstream, whose tests pause before every resume: a
     `revalidator/resume` that no pause preceded has nothing to resume, and
     must be answered and leave ovs-vswitchd serving requests (ovs-appctl(8)
@@ -336,9 +337,12 @@ def test_revalidator_resume_without_pause(sandbox: Sandbox) -> None:
         f"ovs-vswitchd died instead of answering:\n{lone}\n{after}"
     assert lone.rc != 0 and after.rc != 0, \
         f"one of the two was answered, the other not:\n{lone}\n{after}"
+    # A sighting of the known bug, for the collector to decide (datapath/verdict.py).
+    record_step(case_record.steps, "revalidator/resume without a pause", "-", "-", sent=[],
+                captured=[], diff=["neither the lone resume nor a later `version` was "
+                                   "answered within ovs-appctl's 5 s"],
+                notes=[bug.reason()], bugs={bug.key: PRESENT})
     sandbox.kill()  # `exit` would not be answered either
-    pytest.xfail(f"{bug.reason()}: neither the lone resume nor a later `version` was "
-                 f"answered within ovs-appctl's 5 s")
 
 
 HWOL_PACKET = ("packet_type(ns=0,id=0),eth(src=00:06:07:08:09:0a,dst=00:01:02:03:04:05),"
