@@ -101,8 +101,10 @@ def upstream(tree: Path, numbers: list[int], jobs: int, suite: str = "testsuite"
              ) -> tuple[float, str]:
     """Upstream's testsuite for these test numbers; (wall seconds, its verdict line)."""
     script = source_of(tree) / "tests" / suite
+    # check-system-userspace runs -j1 whatever TESTSUITEFLAGS say (tests/automake.mk):
+    # its tests share the namespace they run in (ovs-netdev, at_ns0, ovs-p0, ...).
     argv = ["sh", str(script), "-C", "tests", f"AUTOTEST_PATH={AUTOTEST_PATH}",
-            f"-j{jobs}", *map(str, numbers)]
+            f"-j{1 if suite == SYSTEM_SUITE else jobs}", *map(str, numbers)]
     if suite == SYSTEM_SUITE:
         return upstream_sealed(tree, argv)
     started = time.perf_counter()
@@ -167,7 +169,13 @@ def main() -> None:
                     help="a configured, built OVS source tree (a copy: the testsuite writes there)")
     ap.add_argument("-k", dest="select", default="",
                     help="which of our reproductions (pytest -k); default: all of them")
-    ap.add_argument("--jobs", type=int, default=1, help="parallel jobs for both sides (default 1)")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel jobs for both sides (default 1; "
+                    "check-system-userspace's files always run -j1, as upstream's make target "
+                    "runs them, and ours -n 1 beside them)")
+    ap.add_argument("--from-results", type=Path, default=None, metavar="FILE",
+                    help="learn which upstream tests our ids reproduce from a results.json of an "
+                         "earlier run (e.g. the main job's reports/out/results.json) instead of "
+                         "running them all once first; -k then selects among its ids")
     args = ap.parse_args()
     tree = args.upstream_tree.resolve()
     if not (tree / "tests" / "atconfig").is_file() or not (tree / "vswitchd" / "ovs-vswitchd").is_file():
@@ -175,17 +183,26 @@ def main() -> None:
     (ROOT / "build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ovstest-ratio-", dir=ROOT / "build") as tmp:
         out = Path(tmp)
-        select = ["-m", "upstream", *(["-k", args.select] if args.select else []), "cases"]
-        wall_all, last, results = ours(select, out / "all", args.jobs)
-        runs = discover(results)
-        print(f"ours, every selected id in one run: {wall_all:.1f} s ({last})")
+        if args.from_results:
+            results = json.loads(args.from_results.read_text())
+            words = [w for w in re.split(r"\W+", args.select) if w not in ("", "or", "and", "not")]
+            if words:  # a plain -k "a or b" of module or test names
+                results["cases"] = [c for c in results["cases"]
+                                    if any(w in c["nodeid"] for w in words)]
+            runs = discover(results)
+            print(f"ours: ids and titles from {args.from_results}")
+        else:
+            select = ["-m", "upstream", *(["-k", args.select] if args.select else []), "cases"]
+            wall_all, last, results = ours(select, out / "all", args.jobs)
+            runs = discover(results)
+            print(f"ours, every selected id in one run: {wall_all:.1f} s ({last})")
         for run in runs.values():
             suite = suite_of(run.file)
             run.upstream_seconds, run.upstream_summary = upstream(tree, run.numbers, args.jobs,
                                                                   suite)
             own = ("--ovs-bindir", str(tree)) if suite == SYSTEM_SUITE else ()
-            run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, args.jobs,
-                                                           own)
+            jobs = 1 if suite == SYSTEM_SUITE else args.jobs  # the same parallelism as upstream's
+            run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, jobs, own)
             run.ours_steps = sum(len(c.get("steps", [])) for c in res["cases"])
             report(run)
     total_up = sum(r.upstream_seconds for r in runs.values())
