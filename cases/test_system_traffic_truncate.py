@@ -75,6 +75,26 @@ SIMULATED = (
 MAX_LEN = 100
 
 
+def p1_and_loop(t: Traffic, ns1: Netns) -> Path:
+    """Upstream's ns1 side of both truncate-into-GRE tests: ADD_VETH(p1) with its
+    MAC and `arp -s` (a permanent neighbour entry), then the p2/ovs-p2 veth
+    looped through br0 (flows deleted first); the 200-byte payload file."""
+    t.add_veth("p1", ns1, "br0", "10.1.1.2/24")
+    check(t.sb.vsctl("--", *set_interface("ovs-p1", ofport_request=2)))
+    t.ip("link", "set", "dev", "p1", "address", "e6:66:c1:22:22:22", ns=ns1)
+    t.ip("neigh", "replace", "10.1.1.1", "lladdr", "e6:66:c1:11:11:11", "nud", "permanent",
+         "dev", "p1", ns=ns1)
+    check(t.sb.ofctl("del-flows", "br0"))  # before both ends of a veth join br0
+    t.ip("link", "add", "p2", "type", "veth", "peer", "name", "ovs-p2")
+    t.ip("link", "set", "dev", "ovs-p2", "up")
+    t.ip("link", "set", "dev", "p2", "up")
+    check(t.sb.vsctl(*add_port("br0", "ovs-p2", ofport_request=3)))
+    check(t.sb.vsctl(*add_port("br0", "p2", ofport_request=4)))
+    data = t.sb.rundir / "payload200.bin"
+    data.write_bytes(payload(200))
+    return data
+
+
 @FLAVOUR
 @upstream(TITLE)
 def test_truncate_and_output_to_gre_by_simulated_packets(
@@ -92,20 +112,7 @@ def test_truncate_and_output_to_gre_by_simulated_packets(
     t.ip("addr", "add", "dev", "br-underlay", "172.31.1.100/24")
     t.ip("link", "set", "dev", "br-underlay", "up")
     t.add_ovs_tunnel("gre", "br0", "at_gre0", "172.31.1.1", "10.1.1.100/24")
-    t.add_veth("p1", ns1, "br0", "10.1.1.2/24")
-    check(t.sb.vsctl("--", *set_interface("ovs-p1", ofport_request=2)))
-    t.ip("link", "set", "dev", "p1", "address", "e6:66:c1:22:22:22", ns=ns1)
-    # arp -s: a permanent entry (net-tools is not in the runtime)
-    t.ip("neigh", "replace", "10.1.1.1", "lladdr", "e6:66:c1:11:11:11", "nud", "permanent",
-         "dev", "p1", ns=ns1)
-    check(t.sb.ofctl("del-flows", "br0"))  # before both ends of a veth join br0
-    t.ip("link", "add", "p2", "type", "veth", "peer", "name", "ovs-p2")
-    t.ip("link", "set", "dev", "ovs-p2", "up")
-    t.ip("link", "set", "dev", "p2", "up")
-    check(t.sb.vsctl(*add_port("br0", "ovs-p2", ofport_request=3)))
-    check(t.sb.vsctl(*add_port("br0", "p2", ofport_request=4)))
-    data = t.sb.rundir / "payload200.bin"
-    data.write_bytes(payload(200))
+    data = p1_and_loop(t, ns1)
 
     spec = TunnelSpec("gre", "172.31.1.100", "172.31.1.1", UNDERLAY_MAC, NS0_MAC, key=None,
                       csum=False)
@@ -155,19 +162,7 @@ def test_truncate_and_output_to_gre_tunnel(system_traffic: Callable[..., Traffic
     check(t.sb.vsctl("--", *set_interface("at_gre0", ofport_request=1)))
     t.ip("neigh", "replace", "10.1.1.2", "lladdr", "e6:66:c1:22:22:22", "nud", "permanent",
          "dev", "ns_gre0", ns=ns0)
-    t.add_veth("p1", ns1, "br0", "10.1.1.2/24")
-    check(t.sb.vsctl("--", *set_interface("ovs-p1", ofport_request=2)))
-    t.ip("link", "set", "dev", "p1", "address", "e6:66:c1:22:22:22", ns=ns1)
-    t.ip("neigh", "replace", "10.1.1.1", "lladdr", "e6:66:c1:11:11:11", "nud", "permanent",
-         "dev", "p1", ns=ns1)
-    check(t.sb.ofctl("del-flows", "br0"))  # before both ends of a veth join br0
-    t.ip("link", "add", "p2", "type", "veth", "peer", "name", "ovs-p2")
-    t.ip("link", "set", "dev", "ovs-p2", "up")
-    t.ip("link", "set", "dev", "p2", "up")
-    check(t.sb.vsctl(*add_port("br0", "ovs-p2", ofport_request=3)))
-    check(t.sb.vsctl(*add_port("br0", "p2", ofport_request=4)))
-    data = t.sb.rundir / "payload200.bin"
-    data.write_bytes(payload(200))
+    data = p1_and_loop(t, ns1)
     underlay_mac = t.host.run(["cat", "/sys/class/net/br-underlay/address"]).stdout.strip()
     p0_mac = ns0.run(["cat", "/sys/class/net/p0/address"]).stdout.strip()
     spec = TunnelSpec("gre", "172.31.1.100", "172.31.1.1", underlay_mac, p0_mac, key=None,
