@@ -7,6 +7,7 @@ pytest_plugins = [
     "fixtures.requires",
     "fixtures.plugin",
     "fixtures.shard",
+    "fixtures.schedule",
     "fixtures.rig",
     "fixtures.pushpop",
     "fixtures.verdict",
