@@ -47,7 +47,7 @@ class Run:
 
     index: int
     seed: int
-    load: str  # "calm", "hogs" (one busy loop per CPU), "hogs+n2" (and pytest -n 2)
+    load: str  # "calm", "hogs" (one busy loop per CPU), "hogs+nN" (and pytest -n N)
     # pytest-xdist workers (-1: as many as the pytest arguments say); 0: the ids
     # ran one after another, in `order`
     workers: int
