@@ -179,6 +179,19 @@ RULES: dict[str, Rule] = {
         "in udpif_resume_revalidators(), block on pause_barrier only when pause_latch "
         "was set (latch_poll() says so): the revalidators reach the barrier only while "
         "paused"),
+    "ct-nat-untranslated": Rule(
+        "conntrack - nat that cannot be set up drops the packet",
+        "RFC 5508 REQ-8: \"When a NAT device is unable to establish a NAT Session for a "
+        "new transport-layer (TCP, UDP, ICMP, etc.) flow due to resource constraints or "
+        "administrative restrictions, the NAT device SHOULD send an ICMP destination "
+        "unreachable message ... and drop the original packet.\"  ovs-actions(7) nat: the "
+        "translated address \"should be selected\" from the range; a packet of a "
+        "connection that has no translation has no NAT session, and its original "
+        "addresses must not leave (the Linux kernel datapath drops it).",
+        "in conn_not_found(), when a commit with nat(src=...) or nat(dst=...) cannot "
+        "create its connection (zone limit, connection limit, NAT tuple space "
+        "exhaustion), drop the packet, and the fragments of a reassembled one, instead "
+        "of leaving it +trk+new untranslated"),
     "ct-icmp6-nat-conn-proto": Rule(
         "conntrack - nat of an icmpv6 error keeps its embedded packet",
         "RFC 5508 section 4.2 (and RFC 5382 section 7.1 for TCP): a NAT translates an "
