@@ -562,9 +562,31 @@ CT_NAT_UNTRANSLATED = OvsBug(
                          "opens, which any sender controls, remote hosts included for a DNAT "
                          "(sources: conn_not_found() does not look at the port)")))
 
+VLAN_SECOND_TAG_WILDCARDED = OvsBug(
+    "vlan-second-tag-wildcarded",
+    "with other_config:vlan-limit 0 or 2, the datapath flow made for a frame with one VLAN "
+    "tag does not match on the absence of a second one, so a frame with two tags and the "
+    "same outer tag follows it: a table that pops the outer tag and forwards by what is "
+    "under it (dl_vlan, vlan_tci=0) sends the double-tagged frame where the single-tagged "
+    "one went, into another VLAN domain (vswitch.xml vlan-limit: up to two headers are "
+    "matched; ovs-actions(7) pop_vlan; a datapath flow must give every packet it matches "
+    "what the OpenFlow tables give it)",
+    "lib/flow.c flow_pop_vlan() (no mask on the tag after the last one it counted), "
+    "ofproto/ofproto-dpif-xlate.c xlate_wc_finish() (clears the mask of every tag the "
+    "packet lacks) and lib/odp-util.c parse_8021q_onward() (a mask without the next tag's "
+    "VLAN attribute leaves it wildcarded, where the first level means 'no tag')",
+    cls="bug", severity="breaks isolation", root_cause="vlan-absent-tag-unmasked",
+    real_ports=(RealPort("veth", "a host sending a frame with an S-tag only, then one with "
+                         "the same S-tag and a C-tag, into a port whose table pops the S-tag "
+                         "and forwards by the C-tag",
+                         "--backend tap cases/test_system_traffic_8021ad.py::"
+                         "test_one_tag_then_two_under_it[vlan_limit_2-userspace]"),
+                RealPort("any", "any port that carries tagged frames (sources: the megaflow "
+                         "is made in ofproto, whichever port the frame came in by)")))
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
        TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, TRUNC_CSUM_PAST_END, CT_TCP_SYN_SENT_REPLY,
        CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD, REVALIDATOR_RESUME_UNPAUSED,
-       CT_NAT_UNTRANSLATED)
+       CT_NAT_UNTRANSLATED, VLAN_SECOND_TAG_WILDCARDED)
