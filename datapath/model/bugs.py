@@ -22,8 +22,11 @@ VALIDATED_ON = "4.0.0"
 # a standard or from OVS's documentation that OVS may keep by design; or latent,
 # where no real port produces the input (only netdev-dummy's options reach it).
 CLASSES = ("bug", "by-design", "latent")
-SEVERITIES = ("crash", "hangs the daemon", "corrupts data on the wire", "loses packets",
-              "wrong counters", "cosmetic")
+SEVERITIES = ("crash", "hangs the daemon", "breaks isolation", "corrupts data on the wire",
+              "loses packets", "wrong counters", "cosmetic")
+# "breaks isolation": a packet leaves where the flow table keeps it out, or with
+# what the flow table takes away (its untranslated addresses out of a NAT, a
+# frame into another VLAN domain): what the table's author relied on for security.
 # Real port kinds; "any" for an input every kind can carry.
 PORT_KINDS = ("tap", "veth", "vhost-user", "afxdp", "dpdk", "any")
 
@@ -529,8 +532,61 @@ REVALIDATOR_RESUME_UNPAUSED = OvsBug(
                          "cleanup step, or a second resume after one pause)",
                          "cases/test_flows.py::test_revalidator_resume_without_pause"),))
 
+CT_NAT_UNTRANSLATED = OvsBug(
+    "ct-nat-untranslated",
+    "a ct(commit,nat(src=...|dst=...)) whose connection the tracker cannot set up (no free "
+    "address and port left in the range, the zone's limit or the datapath's connection limit "
+    "reached) lets the packet go on as it came: with its original addresses and ports, "
+    "uncommitted (+trk+new), out of every action after it.  A NAT bypass: once a range is "
+    "exhausted or a zone full, the hosts behind the NAT reach the other side with their "
+    "internal addresses (RFC 5508 REQ-8: a NAT that cannot establish a session for a new flow "
+    "drops the packet; the Linux kernel datapath drops it)",
+    "lib/conntrack.c conn_not_found(): the zone-limit (conntrack_zone_full), connection-limit "
+    "(conntrack_full) and nat_res_exhaustion paths return NULL after the packet was marked "
+    "CS_NEW, and process_one() then writes +trk+new; nothing drops the packet",
+    cls="bug", severity="breaks isolation", root_cause="ct-nat-failure-forwards",
+    real_ports=(RealPort("veth", "a host behind the SNAT (at_ns0, TCP through curl) opening a "
+                         "connection while the one address and port of nat(src=...:PORT) is "
+                         "taken (system-traffic.at's exhaustion test, judged)",
+                         "--backend tap cases/test_system_ct_nat.py::"
+                         "test_snat_port_range_exhaustion[userspace]"),
+                RealPort("veth", "a host behind the SNAT sending UDP from more source ports "
+                         "than the zone's limit (ct-set-limits) admits connections",
+                         "--backend tap cases/test_system_ct_limits.py::"
+                         "test_nat_commit_refused[zone_limit-userspace]"),
+                RealPort("veth", "the same over the datapath's connection limit "
+                         "(ct-set-maxconns)",
+                         "--backend tap cases/test_system_ct_limits.py::"
+                         "test_nat_commit_refused[maxconns-userspace]"),
+                RealPort("any", "any port: the trigger is the number of connections a tenant "
+                         "opens, which any sender controls, remote hosts included for a DNAT "
+                         "(sources: conn_not_found() does not look at the port)")))
+
+VLAN_SECOND_TAG_WILDCARDED = OvsBug(
+    "vlan-second-tag-wildcarded",
+    "with other_config:vlan-limit 0 or 2, the datapath flow made for a frame with one VLAN "
+    "tag does not match on the absence of a second one, so a frame with two tags and the "
+    "same outer tag follows it: a table that pops the outer tag and forwards by what is "
+    "under it (dl_vlan, vlan_tci=0) sends the double-tagged frame where the single-tagged "
+    "one went, into another VLAN domain (vswitch.xml vlan-limit: up to two headers are "
+    "matched; ovs-actions(7) pop_vlan; a datapath flow must give every packet it matches "
+    "what the OpenFlow tables give it)",
+    "lib/flow.c flow_pop_vlan() (no mask on the tag after the last one it counted), "
+    "ofproto/ofproto-dpif-xlate.c xlate_wc_finish() (clears the mask of every tag the "
+    "packet lacks) and lib/odp-util.c parse_8021q_onward() (a mask without the next tag's "
+    "VLAN attribute leaves it wildcarded, where the first level means 'no tag')",
+    cls="bug", severity="breaks isolation", root_cause="vlan-absent-tag-unmasked",
+    real_ports=(RealPort("veth", "a host sending a frame with an S-tag only, then one with "
+                         "the same S-tag and a C-tag, into a port whose table pops the S-tag "
+                         "and forwards by the C-tag",
+                         "--backend tap cases/test_system_traffic_8021ad.py::"
+                         "test_one_tag_then_two_under_it[vlan_limit_2-userspace]"),
+                RealPort("any", "any port that carries tagged frames (sources: the megaflow "
+                         "is made in ofproto, whichever port the frame came in by)")))
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
        TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, TRUNC_CSUM_PAST_END, CT_TCP_SYN_SENT_REPLY,
-       CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD, REVALIDATOR_RESUME_UNPAUSED)
+       CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD, REVALIDATOR_RESUME_UNPAUSED,
+       CT_NAT_UNTRANSLATED, VLAN_SECOND_TAG_WILDCARDED)
