@@ -115,10 +115,11 @@ def vids(frame: bytes) -> list[int]:
 # two tags from the namespaces straight into br0: vlan_limit, double vlan match
 
 
-def qinq_into_br0(t: Traffic) -> tuple[Netns, Netns, list[TagEdge]]:
+def qinq_into_br0(t: Traffic, ipv6: bool = True) -> tuple[Netns, Netns, list[TagEdge]]:
     """ADD_NAMESPACES(at_ns0, at_ns1), ADD_VETH p0 and p1 on br0, ADD_SVLAN 4094
-    and ADD_CVLAN 100 on each (TagEdge where the kernel has no VLAN devices)."""
-    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    and ADD_CVLAN 100 on each (TagEdge where the kernel has no VLAN devices);
+    without IPv6 in the namespaces if not `ipv6`."""
+    ns0, ns1 = t.add_namespace("at_ns0", ipv6), t.add_namespace("at_ns1", ipv6)
     edges = [TagEdge("p0", ns0, QINQ), TagEdge("p1", ns1, QINQ)]
     for edge, i in zip(edges, (1, 2)):
         if t.has("vlan"):
@@ -152,9 +153,19 @@ def test_vlan_limit(system_traffic: Callable[..., Traffic], request: pytest.Fixt
     now parses one tag only, so the C-tag's TPID is the frame's dl_type
     (ovs-vswitchd.conf.db(5) other_config:vlan-limit) and the flow drops it:
     ping -c 1 -W 3 must exit 1.  Judged: every frame br0 forwarded in the
-    first part unchanged (NORMAL, the model's output), none in the second."""
+    first part unchanged (NORMAL, the model's output), none in the second.
+
+    The namespaces have no IPv6: a C-VLAN device's own start-up traffic (its
+    duplicate address detection's neighbour solicitation, router
+    solicitations, MLD reports) that reaches br0 between the purge and
+    vlan-limit=1 installs a flow with two tags, which the revalidators then
+    cannot parse under the new limit ("internal error parsing flow key",
+    "failed to put[modify]"): the log lines that made upstream's own run of
+    this test fail at random, and skip it on GitHub (OVS_CHECK_GITHUB_ACTION,
+    6660fccb1).  Under load our run showed them too.  The test's packets are
+    IPv4; nothing it sends or checks changes."""
     t = start(system_traffic, flavour)
-    ns0, _, edges = qinq_into_br0(t)
+    ns0, _, edges = qinq_into_br0(t, ipv6=False)
     check(t.sb.ofctl("add-flow", "br0", "priority=1 action=normal"))
     wire = crossings(t, request, edges, switched(port_tx(t, "ovs-p1")),
                      switched(port_tx(t, "ovs-p0")))
