@@ -9,8 +9,11 @@ from __future__ import annotations
 import os
 
 # Most ids wait on the kernel, timers and OVS's threads: on 2 cores the main
-# job ran fastest with 4 workers a core (bench/bench_suite.py --workers measures it).
+# job ran fastest with 4 workers a core (./ovstest bench --concurrency --workers
+# measures it).  -n auto takes at most that many, fewer for a small selection
+# (fixtures/schedule.py's auto_workers).
 WORKERS_PER_CORE = 4
+AUTO = -2  # a flake hunter's run that leaves the number to -n auto
 CONCURRENT_MODES = ("suite", "test", "compare")  # the modes that run ids concurrently by default
 
 
@@ -20,7 +23,7 @@ def cores() -> int:
 
 
 def default_workers() -> int:
-    """The pytest-xdist workers of `-n auto`."""
+    """The most pytest-xdist workers `-n auto` starts."""
     return WORKERS_PER_CORE * cores()
 
 

@@ -5,14 +5,14 @@ of its own in the sealed runtime (the launcher's seal), writing its report to
 RUN_DIR (run-01, run-02, ...) under the flaky output directory.
 
 Run k shuffles its ids with random.Random(seed + k) (harness/shuffle.py).
-Every run takes its ids as the suite does, several at once (the default
-concurrency of harness/concurrency.py), unless the pytest arguments choose
-(-n 0: one after another).  Without --stress, runs 1..N are calm.  With
+Every run takes its ids as the suite does, several at once (-n auto, as many
+workers as the selection can use: harness/concurrency.py), unless the pytest
+arguments choose (-n 0: one after another).  Without --stress, runs 1..N are calm.  With
 --stress, a calm reference run 0 comes first (the time without stress, and
 the runs a load-dependent failure passes in), then runs 1..N under CPU
 contention: one busy loop per CPU, started inside the run's sealed namespace,
 so they die with it however the run ends; the even ones also with twice the
-workers.
+most workers -n auto starts.
 The verdicts are harness/flakiness.py's; they go to flaky.json and flaky.txt.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import flakiness
-from harness.concurrency import chooses_workers, default_workers
+from harness.concurrency import AUTO, chooses_workers, default_workers
 from harness.flakiness import CALM, Run
 from harness.runtime import LaunchError
 
@@ -103,7 +103,7 @@ def plan(options: Options, pytest_args: list[str]) -> list[Plan]:
     arguments chose workers already: workers -1, as many as they say, in every
     run)."""
     own = chooses_workers(pytest_args)
-    usual = -1 if own else default_workers()
+    usual = -1 if own else AUTO
     if not options.stress:
         return [Plan(k, options.seed + k, CALM, usual) for k in range(1, options.runs + 1)]
     plans = [Plan(0, options.seed, CALM, usual)]
@@ -124,8 +124,8 @@ def command(p: Plan, pytest_cmd: list[str], sealed_run_dir: Path,
     """The sealed run's argv and environment.  `pytest_cmd` is python3's
     arguments (-m pytest TARGETS ARGS)."""
     argv = ["python3", *pytest_cmd, "-p", "harness.shuffle", f"--out-dir={sealed_run_dir}"]
-    if p.workers > 0:
-        argv += ["-n", str(p.workers)]
+    if p.workers > 0 or p.workers == AUTO:
+        argv += ["-n", "auto" if p.workers == AUTO else str(p.workers)]
     if p.load != CALM:
         argv = ["sh", "-c", HOGS, "hogs", str(hogs), *argv]
     env = {"OVSTEST_SHUFFLE_SEED": str(p.seed),

@@ -207,13 +207,14 @@ def test_shuffle_is_the_seeds_and_moves_modules_and_ids() -> None:
 
 def test_plans_alternate_the_load_under_stress(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    n = 2 * concurrency.WORKERS_PER_CORE  # the suite's default on 2 cores
+    n = 2 * concurrency.WORKERS_PER_CORE  # the most -n auto starts on 2 cores
+    auto = concurrency.AUTO
     options = flaky.Options(runs=4, stress=True, seed=10)
     assert [(p.index, p.seed, p.load, p.workers) for p in flaky.plan(options, ["cases"])] == [
-        (0, 10, "calm", n), (1, 11, "hogs", n), (2, 12, f"hogs+n{2 * n}", 2 * n),
-        (3, 13, "hogs", n), (4, 14, f"hogs+n{2 * n}", 2 * n)]
+        (0, 10, "calm", auto), (1, 11, "hogs", auto), (2, 12, f"hogs+n{2 * n}", 2 * n),
+        (3, 13, "hogs", auto), (4, 14, f"hogs+n{2 * n}", 2 * n)]
     assert [(p.load, p.workers) for p in flaky.plan(flaky.Options(2, False, 10), [])] == [
-        ("calm", n), ("calm", n)]
+        ("calm", auto), ("calm", auto)]
     for chosen in (["cases", "-n", "3"], ["-n0"], ["-p", "no:xdist"]):
         own = flaky.plan(options, chosen)
         assert {p.workers for p in own} == {-1} and {p.load for p in own} == {"calm", "hogs"}
@@ -227,6 +228,8 @@ def test_the_sealed_command_wraps_pytest_in_hogs_only_under_stress() -> None:
     assert env == {"OVSTEST_SHUFFLE_SEED": "11", "OVSTEST_SHUFFLE_ORDER": "/src/out/run-01/order.json"}
     argv, _ = flaky.command(flaky.Plan(2, 12, "hogs+n2", 2), ["-m", "pytest"], Path("/o"), 2)
     assert argv[:5] == ["sh", "-c", flaky.HOGS, "hogs", "2"] and argv[-2:] == ["-n", "2"]
+    argv, _ = flaky.command(flaky.Plan(1, 11, "calm", concurrency.AUTO), ["-m", "pytest"], Path("/o"), 2)
+    assert argv[-2:] == ["-n", "auto"]
     argv, _ = flaky.command(flaky.Plan(1, 11, "hogs", 0), ["-m", "pytest"], Path("/o"), 2)
     assert "-n" not in argv  # 0: one id after another
 

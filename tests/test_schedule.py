@@ -154,3 +154,19 @@ def test_every_case_module_is_in_an_area(path: str) -> None:
     area = area_of(f"{path}::test")
     assert area is not OTHER, f"{path}: no area of fixtures/areas.py names it"
     assert sum(a.holds(f"{path}::test") for a in AREAS) >= 1
+
+
+def test_auto_workers_fit_the_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fixtures import schedule
+    monkeypatch.setattr(schedule, "cores", lambda: 2)
+    monkeypatch.setattr(schedule, "default_workers", lambda: 8)
+    durations = {**{n: 5.0 for n in SYSTEM}, **{n: 0.1 for n in MATRIX}}  # 50 s waiting, 20 s computing
+    auto = schedule.auto_workers
+    assert auto(["cases"], durations) == 2 + 3  # two cores' computing, 50 s of waiting for three
+    assert auto(["cases/test_tunnel_matrix.py"], durations) == 2
+    assert auto(["cases/test_tunnel_matrix.py::test_x[3]"], durations) == 0  # one would do
+    assert auto(["./cases/test_system_ct_alg.py"], durations) == 2  # 30 s of waiting
+    assert auto(["cases/test_system_ct_alg.py"], {n: 60.0 for n in SYSTEM}) == 8  # at most
+    assert auto(["cases"], durations, shards=6) == 2  # a sixth: 8 s waiting, 3 s computing
+    assert auto(["cases/test_system_traffic.py"], durations) == 0
+    assert auto(["cases/test_new.py"], durations) == 8  # nothing timed it: the most
