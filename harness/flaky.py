@@ -12,7 +12,7 @@ arguments choose (-n 0: one after another).  Without --stress, runs 1..N are cal
 the runs a load-dependent failure passes in), then runs 1..N under CPU
 contention: one busy loop per CPU, started inside the run's sealed namespace,
 so they die with it however the run ends; the even ones also with twice the
-most workers -n auto starts.
+workers -n auto takes.
 The verdicts are harness/flakiness.py's; they go to flaky.json and flaky.txt.
 """
 from __future__ import annotations
@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import flakiness
-from harness.concurrency import AUTO, chooses_workers, default_workers
+from harness.concurrency import AUTO, chooses_workers
 from harness.flakiness import CALM, Run
 from harness.runtime import LaunchError
 
 DEFAULT_RUNS = 5
 DEFAULT_OUT = "reports/out-flaky"
 RUN_DIR = "run-{:02d}"
+CROWD = 2  # a crowded run's workers: this many times -n auto's
 # Busy loops started before pytest in the seal; pytest ends up their parent and,
 # as the namespace's first process, takes them down when it exits.
 HOGS = 'i=0; while [ "$i" -lt "$1" ]; do (while :; do :; done) & i=$((i+1)); done; shift; exec "$@"'
@@ -63,6 +64,7 @@ class Plan:
     seed: int
     load: str
     workers: int
+    scale: int = 1  # with workers AUTO: -n auto starts this many times the workers it would
 
 
 def parse_options(runs: str | None, stress: bool, seed: str | None) -> Options:
@@ -99,9 +101,9 @@ def pop_out_dir(extra: list[str]) -> tuple[str | None, list[str]]:
 
 def plan(options: Options, pytest_args: list[str]) -> list[Plan]:
     """Runs 1..N with the default concurrency; with --stress a calm run 0 first,
-    odd runs with hogs, even ones with hogs and twice the workers (unless the
-    arguments chose workers already: workers -1, as many as they say, in every
-    run)."""
+    odd runs with hogs, even ones with hogs and CROWD times the workers -n auto
+    takes (unless the arguments chose workers already: workers -1, as many as
+    they say, in every run)."""
     own = chooses_workers(pytest_args)
     usual = -1 if own else AUTO
     if not options.stress:
@@ -109,8 +111,8 @@ def plan(options: Options, pytest_args: list[str]) -> list[Plan]:
     plans = [Plan(0, options.seed, CALM, usual)]
     for k in range(1, options.runs + 1):
         crowded = k % 2 == 0 and not own
-        workers = 2 * default_workers() if crowded else usual
-        plans.append(Plan(k, options.seed + k, f"hogs+n{workers}" if crowded else "hogs", workers))
+        plans.append(Plan(k, options.seed + k, "hogs+2x" if crowded else "hogs", usual,
+                          CROWD if crowded else 1))
     return plans
 
 
@@ -124,8 +126,10 @@ def command(p: Plan, pytest_cmd: list[str], sealed_run_dir: Path,
     """The sealed run's argv and environment.  `pytest_cmd` is python3's
     arguments (-m pytest TARGETS ARGS)."""
     argv = ["python3", *pytest_cmd, "-p", "harness.shuffle", f"--out-dir={sealed_run_dir}"]
-    if p.workers > 0 or p.workers == AUTO:
-        argv += ["-n", "auto" if p.workers == AUTO else str(p.workers)]
+    if p.workers == AUTO:
+        argv += ["-n", "auto", *(["--auto-scale", str(p.scale)] if p.scale > 1 else [])]
+    elif p.workers > 0:
+        argv += ["-n", str(p.workers)]
     if p.load != CALM:
         argv = ["sh", "-c", HOGS, "hogs", str(hogs), *argv]
     env = {"OVSTEST_SHUFFLE_SEED": str(p.seed),

@@ -4,7 +4,6 @@ run results; no OVS."""
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
@@ -205,14 +204,12 @@ def test_shuffle_is_the_seeds_and_moves_modules_and_ids() -> None:
 
 # --- the driver --------------------------------------------------------------------
 
-def test_plans_alternate_the_load_under_stress(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    n = 2 * concurrency.WORKERS_PER_CORE  # the most -n auto starts on 2 cores
+def test_plans_alternate_the_load_under_stress() -> None:
     auto = concurrency.AUTO
     options = flaky.Options(runs=4, stress=True, seed=10)
-    assert [(p.index, p.seed, p.load, p.workers) for p in flaky.plan(options, ["cases"])] == [
-        (0, 10, "calm", auto), (1, 11, "hogs", auto), (2, 12, f"hogs+n{2 * n}", 2 * n),
-        (3, 13, "hogs", auto), (4, 14, f"hogs+n{2 * n}", 2 * n)]
+    assert [(p.index, p.seed, p.load, p.workers, p.scale) for p in flaky.plan(options, ["cases"])] == [
+        (0, 10, "calm", auto, 1), (1, 11, "hogs", auto, 1), (2, 12, "hogs+2x", auto, 2),
+        (3, 13, "hogs", auto, 1), (4, 14, "hogs+2x", auto, 2)]
     assert [(p.load, p.workers) for p in flaky.plan(flaky.Options(2, False, 10), [])] == [
         ("calm", auto), ("calm", auto)]
     for chosen in (["cases", "-n", "3"], ["-n0"], ["-p", "no:xdist"]):
@@ -230,6 +227,9 @@ def test_the_sealed_command_wraps_pytest_in_hogs_only_under_stress() -> None:
     assert argv[:5] == ["sh", "-c", flaky.HOGS, "hogs", "2"] and argv[-2:] == ["-n", "2"]
     argv, _ = flaky.command(flaky.Plan(1, 11, "calm", concurrency.AUTO), ["-m", "pytest"], Path("/o"), 2)
     assert argv[-2:] == ["-n", "auto"]
+    argv, _ = flaky.command(flaky.Plan(2, 12, "hogs+2x", concurrency.AUTO, 2), ["-m", "pytest"],
+                            Path("/o"), 2)
+    assert argv[-4:] == ["-n", "auto", "--auto-scale", "2"]
     argv, _ = flaky.command(flaky.Plan(1, 11, "hogs", 0), ["-m", "pytest"], Path("/o"), 2)
     assert "-n" not in argv  # 0: one id after another
 
