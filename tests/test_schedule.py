@@ -32,10 +32,12 @@ class FakeWorker:
 
 
 class FakeConfig:
-    """The options the scheduler reads."""
+    """The options the scheduler reads, and the hook it reports a collection error to."""
 
     def __init__(self, **options: Any) -> None:
         self.options = {"dist": "load", "cpu_slots": None, "shard_durations": None, **options}
+        self.reports: list[Any] = []
+        self.hook = SimpleNamespace(pytest_collectreport=lambda report: self.reports.append(report))
 
     def getoption(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
@@ -170,3 +172,22 @@ def test_auto_workers_fit_the_selection(monkeypatch: pytest.MonkeyPatch) -> None
     assert auto(["cases"], durations, shards=6) == 2  # a sixth: 8 s waiting, 3 s computing
     assert auto(["cases/test_system_traffic.py"], durations) == 0
     assert auto(["cases/test_new.py"], durations) == 8  # nothing timed it: the most
+
+
+def test_scheduling_starts_with_the_first_collection(tmp_path: Path) -> None:
+    config = FakeConfig(shard_durations=str(durations(tmp_path)))
+    sched = WaitAwareScheduling(config, numnodes=3)  # type: ignore[arg-type]
+    first, late, odd = FakeWorker("gw0"), FakeWorker("gw1"), FakeWorker("gw2")
+    for w in (first, late, odd):
+        sched.add_node(w)  # type: ignore[arg-type]
+    sched.add_node_collection(first, COLLECTION)  # type: ignore[arg-type]
+    assert sched.collection_is_completed
+    sched.schedule()
+    assert len(first.queue) >= 2 and not late.queue
+    sched.add_node_collection(late, COLLECTION)  # type: ignore[arg-type]
+    sched.schedule()  # xdist calls it again for every later collection
+    assert len(late.queue) >= 2
+    sched.add_node_collection(odd, COLLECTION[1:])  # type: ignore[arg-type]
+    sched.schedule()
+    assert not odd.queue  # a worker that collected other ids gets none, and the run fails
+    assert [r.outcome for r in config.reports] == ["failed"]
