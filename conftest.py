@@ -8,6 +8,7 @@ pytest_plugins = [
     "fixtures.plugin",
     "fixtures.shard",
     "fixtures.schedule",
+    "fixtures.alone",
     "fixtures.rig",
     "fixtures.pushpop",
     "fixtures.verdict",
