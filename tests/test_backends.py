@@ -2,7 +2,6 @@
 run leaves nothing behind (namespaces, devices, processes), Ctrl-C included."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -11,7 +10,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
