@@ -106,7 +106,7 @@ class OvsBug(_Record):
     kinds and root-cause group; for a crash, the log line that proves it."""
 
     __slots__ = ("key", "title", "where", "cls", "severity", "real_ports", "root_cause",
-                 "why", "crash", "signature", "seen_in")
+                 "why", "crash", "signature", "seen_in", "frames_only")
     key: str
     title: str
     where: str
@@ -120,15 +120,22 @@ class OvsBug(_Record):
     # this abort counts as the known bug (any other death stays a failure).
     signature: str
     seen_in: tuple[str, ...]  # OVS releases it was confirmed on
+    # Its whole effect is in the bytes of the frames OVS sends (a checksum or a
+    # field wrong, a frame not sent): nothing OVS keeps (flows, caches, conntrack
+    # entries, sequence numbers, memory, the daemon's health) differs from a run
+    # without it, so a shared rig that showed only such bugs serves the next id
+    # (fixtures/case_scope.py).  Never for a crash.
+    frames_only: bool
 
     def __init__(self, key: str, title: str, where: str, *, cls: str, severity: str,
                  real_ports: tuple[RealPort, ...], root_cause: str, why: str = "",
                  crash: bool = False, signature: str = "",
-                 seen_in: tuple[str, ...] = (VALIDATED_ON,)) -> None:
+                 seen_in: tuple[str, ...] = (VALIDATED_ON,), frames_only: bool = False) -> None:
         for name, value in (("key", key), ("title", title), ("where", where), ("cls", cls),
                             ("severity", severity), ("real_ports", real_ports),
                             ("root_cause", root_cause), ("why", why), ("crash", crash),
-                            ("signature", signature), ("seen_in", seen_in)):
+                            ("signature", signature), ("seen_in", seen_in),
+                            ("frames_only", frames_only)):
             object.__setattr__(self, name, value)
 
     def reason(self) -> str:
@@ -153,6 +160,7 @@ GRE_CSUM_AT_PUSH = OvsBug(
     "that are only finished at send, so it does not match the bytes on the wire",
     "lib/netdev-native-tnl.c netdev_gre_push_header()",
     cls="bug", severity="corrupts data on the wire", root_cause="gre-csum-at-push",
+    frames_only=True,
     real_ports=(RealPort("veth", LINUX_PARTIAL + ", NATed (mod_nw_dst) and pushed into GRE "
                          "with csum", "--backend tap cases/test_edges.py::"
                          "test_l4_partial_into_tunnel[udp_odd-in4-gre-ul4-csum_on]"),
@@ -225,6 +233,7 @@ TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     "lib/packets.c packet_udp_tunnel_csum(): recalc_csum16(udp_csum, payload_len, "
     "tso_segsz) with payload_len 0 (dp_packet_gso_nr_segs() is 0, so the assert holds)",
     cls="bug", severity="corrupts data on the wire", root_cause="tso-segsz-unsegmented",
+    frames_only=True,
     real_ports=(RealPort(
         "vhost-user", "from the sources: a guest's TSO packet without TCP payload (a bare "
         "ACK with gso_size), which DPDK 25.11's vhost library passes on; no case here: "
@@ -243,6 +252,7 @@ IPV4_HEADER_ONLY = OvsBug(
     "(RFC 791 §3.1: every IPv4 header carries a correct checksum)",
     "lib/dp-packet.h dp_packet_ip_set_header_csum(): computes only if ip_hdr_len < l3 size",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv4-header-only-csum",
+    frames_only=True,
     real_ports=(RealPort(
         "dpdk", "an ethdev that validates IPv4 header checksums on rx (net_tap, NICs): "
         "RX_IP_CKSUM_GOOD, then mod_nw_src/mod_nw_dst makes the checksum pending, out of a "
@@ -258,6 +268,7 @@ GSO_CWR_EVERY_SEGMENT = OvsBug(
     "reduction; Linux GSO and NIC TSO clear it on the others)",
     "lib/dp-packet-gso.c dp_packet_gso_update_segment(): clears only PSH and FIN",
     cls="latent", severity="corrupts data on the wire", root_cause="gso-cwr-every-segment",
+    frames_only=True,
     real_ports=(),
     why="no real port hands OVS a TSO packet with CWR set: netdev-linux refuses a "
         "VIRTIO_NET_HDR_GSO_ECN gso_type (ENOTSUP), its tap offload request has no "
@@ -275,6 +286,7 @@ IPV6_EXT_PSEUDO_HEADER = OvsBug(
     "lib/packets.c packet_tcp_complete_csum(), packet_udp_complete_csum(): "
     "packet_csum_upperlayer6(ip6, ..., ip6->ip6_nxt, ...)",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv6-ext-pseudo-header",
+    frames_only=True,
     real_ports=(RealPort("veth", LINUX_PARTIAL + ", over IPv6 with an extension header "
                          "(e.g. destination options), out of a port without L4 checksum "
                          "offload (here: pushed into GRE)", "--backend tap cases/test_edges.py::"
@@ -296,6 +308,7 @@ IPV4_LATER_FRAGMENT = OvsBug(
     "lib/packets.c packet_set_ipv4_addr(): checks ip_proto and the L4 size, not the "
     "fragment offset",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv4-later-fragment-rewrite",
+    frames_only=True,
     real_ports=(RealPort("any", "a later IPv4 fragment, whose L4 checksum state no port "
                          "claims, under mod_nw_src/mod_nw_dst (NAT of fragmented traffic); "
                          "here from a veth into VXLAN",
@@ -361,6 +374,7 @@ TRUNC_PENDING_CSUM = OvsBug(
     "dp_packet_ol_send_prepare() then completes the checksum over what is left "
     "(lib/packets.c packet_{tcp,udp}_complete_csum())",
     cls="by-design", severity="cosmetic", root_cause="cutlen-keeps-offload-flags",
+    frames_only=True,
     real_ports=(RealPort("veth", "a Linux sender's UDP checksum left to the NIC "
                          "(system-traffic.at's truncate test, tso flavour)",
                          "--backend tap cases/test_system_traffic_truncate.py::"
@@ -398,6 +412,7 @@ TRUNC_TUNNEL_OUTER_CSUM = OvsBug(
     "branch reads udp_csum unchecked; packet_{tcp,udp}_complete_csum() take the L4 size "
     "left",
     cls="bug", severity="corrupts data on the wire", root_cause="cutlen-keeps-offload-flags",
+    frames_only=True,
     real_ports=(RealPort("veth", "a Linux sender's TCP/UDP checksum left to the NIC, "
                          "output with max_len into VXLAN/Geneve with csum: cut in or before "
                          "the inner L4 header, or over IPv6 out of a port without outer UDP "
@@ -490,6 +505,7 @@ CT_ICMP6_NAT_CONN_PROTO = OvsBug(
     "packet_set_ipv6_addr(), whose packet_update_csum128() then treats the ICMPv6 "
     "header as TCP/UDP; nat_inner_packet() rewrites only the translated inner fields",
     cls="bug", severity="corrupts data on the wire", root_cause="ct-nat-ipv6-conn-proto",
+    frames_only=True,
     real_ports=(RealPort("any", "an ICMPv6 error (e.g. Packet Too Big, RFC 8201 path MTU "
                          "discovery) from the server of a DNATed IPv6 TCP connection",
                          "cases/test_conntrack_offload.py::test_conntrack_offload"
@@ -506,6 +522,7 @@ TUNNEL_CSUM_TRUSTS_RX_GOOD = OvsBug(
     "checksum it recomputes in place of the one in the packet, and no inner IPv4 header "
     "whose checksum is flagged valid",
     cls="by-design", severity="wrong counters", root_cause="tunnel-csum-trusts-rx-flags",
+    frames_only=True,
     real_ports=(RealPort(
         "vhost-user", "from the sources: a guest's VIRTIO_NET_HDR_F_DATA_VALID on a packet "
         "whose TCP/UDP checksum is wrong (a driver must not set it on transmit, virtio 1.1 "
