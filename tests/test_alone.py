@@ -27,7 +27,6 @@ def spans(name):
 def test_together(n):
     spans(f"together{n}")
 
-@pytest.mark.alone
 def test_alone():
     spans("alone")
 
@@ -45,16 +44,16 @@ def test_an_alone_id_overlaps_no_other(pytester: pytest.Pytester,
     monkeypatch.setenv("ALONE_LOG", str(log))
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest_subprocess("-p", "fixtures.alone", "-p", "xdist", "-n", "4",
-                                           "-p", "no:cacheprovider", "-q")
+                                           "-p", "no:cacheprovider", "-q",
+                                           "--alone", "test_inner.py::test_alone")
     result.assert_outcomes(passed=17)
     spans = [json.loads(line) for line in log.read_text().splitlines()]
     (_, start, end), = [s for s in spans if s[0] == "alone"]
     others = [s for s in spans if s[0] != "alone"]
     assert len(others) == 16
     assert not [s for s in others if s[1] < end and start < s[2]], "an id ran beside the alone one"
-    # Without the marker the same ids do overlap (the check can fail).
+    # Without the pattern the same ids do overlap (the check can fail).
     log.unlink()
-    pytester.makepyfile(test_inner=INNER.replace("@pytest.mark.alone", ""))
     pytester.runpytest_subprocess("-p", "fixtures.alone", "-p", "xdist", "-n", "4",
                                   "-p", "no:cacheprovider", "-q").assert_outcomes(passed=17)
     spans = [json.loads(line) for line in log.read_text().splitlines()]

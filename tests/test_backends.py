@@ -295,7 +295,6 @@ def test_real_env_leaves_nothing(real_env) -> None:
     assert helper.poll() is not None and vswitchd.poll() is not None
 
 
-@pytest.mark.alone
 def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
     """An AF_XDP sandbox (its bpffs, two afxdp ports) and a DPDK one (a net_tap
     port, a background testpmd): after close() their namespaces, processes,
@@ -417,7 +416,6 @@ def _interruptible() -> None:
 
 
 @needs_tap
-@pytest.mark.alone
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
 def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_install) -> None:
     """A child pytest builds namespaces, tap/veth (and, on DPDK, net_tap and a

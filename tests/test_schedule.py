@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 class FakeWorker:
     """What the scheduler uses of xdist's WorkerController."""
 
+    sent: list[int] = []  # every worker's, in the order handed out
+
     def __init__(self, name: str) -> None:
         self.gateway = SimpleNamespace(id=name)
         self.queue: list[int] = []
@@ -26,6 +28,7 @@ class FakeWorker:
     def send_runtest_some(self, indices: list[int]) -> None:
         assert not self.shutting_down, "ids sent to a worker after its shutdown"
         self.queue.extend(indices)
+        FakeWorker.sent.extend(indices)
 
     def shutdown(self) -> None:
         self.shutting_down = True
@@ -35,7 +38,8 @@ class FakeConfig:
     """The options the scheduler reads, and the hook it reports a collection error to."""
 
     def __init__(self, **options: Any) -> None:
-        self.options = {"dist": "load", "cpu_slots": None, "shard_durations": None, **options}
+        self.options = {"dist": "load", "cpu_slots": None, "shard_durations": None, "alone": [],
+                        **options}
         self.reports: list[Any] = []
         self.hook = SimpleNamespace(pytest_collectreport=lambda report: self.reports.append(report))
 
@@ -144,6 +148,25 @@ def test_a_worker_that_dies_gives_back_its_ids(tmp_path: Path) -> None:
         done.append(index)
         sched.mark_test_complete(b, index)  # type: ignore[arg-type]
     assert set(done) == set(range(len(COLLECTION))) - {given[0]}
+
+
+def test_alone_ids_are_handed_out_last(tmp_path: Path) -> None:
+    """The two longest ids must run alone: each is a unit by itself, and neither
+    goes to a worker before every other id has (LPT alone would take them first,
+    and every worker would stand waiting for them)."""
+    path = durations(tmp_path)
+    seconds = json.loads(path.read_text())
+    lone = SYSTEM[:2]
+    units = plan_units(COLLECTION, [seconds[n] for n in COLLECTION], alone_patterns=lone)
+    assert [[COLLECTION[i] for i in u.indices] for u in units if u.alone] == [[n] for n in lone]
+    assert not any(u.alone for u in units if COLLECTION[u.indices[0]] not in lone)
+    for patterns, last in ((list(lone), True), ([], False)):  # without them (it can fail)
+        FakeWorker.sent = []
+        sched = WaitAwareScheduling(FakeConfig(shard_durations=str(path), alone=patterns),  # type: ignore[arg-type]
+                                    numnodes=3)
+        ran, _, _ = simulate(sched, [FakeWorker(f"gw{i}") for i in range(3)], seconds)
+        assert sorted(r[3] for r in ran) == sorted(COLLECTION)
+        assert ({COLLECTION[i] for i in FakeWorker.sent[-2:]} == set(lone)) == last
 
 
 def test_another_dist_mode_keeps_its_scheduler() -> None:
