@@ -40,6 +40,7 @@ class AreaFigures:
     seconds: float = 0.0  # the sum of its ids' durations
     first: float = 0.0  # seconds after the run's first id started
     last: float = 0.0
+    spanned: int = 0  # of its ids, those that started (a skip at set-up has no span)
 
 
 @dataclass
@@ -72,12 +73,15 @@ def suite(label: str, workers: str, selection: list[str], out: Path) -> Run:
     t0 = min((c["started"] for c in cases if c.get("started")), default=0.0)
     for case in cases:
         fig = run.areas.setdefault(area_of(case["nodeid"]).name, AreaFigures())
-        start = case.get("started", 0.0) - t0
-        end = start + case["duration"]
-        fig.first = start if fig.ids == 0 else min(fig.first, start)
-        fig.last = max(fig.last, end)
         fig.ids += 1
         fig.seconds += case["duration"]
+        if not case.get("started"):
+            continue  # skipped before it started (a declared requirement): no span
+        start = case["started"] - t0
+        end = start + case["duration"]
+        fig.first = start if fig.spanned == 0 else min(fig.first, start)
+        fig.last = max(fig.last, end)
+        fig.spanned += 1
     print(f"bench: {label}: {wall:.1f} s ({run.summary})", flush=True)
     return run
 
