@@ -267,15 +267,15 @@ def test_launcher_runs_export_inside_the_runtime() -> None:
     assert inner_args("export-at", ["gre-csum-at-push"]) == ["-m", "export", "gre-csum-at-push"]
 
 
-def _fixes_line(text: str) -> list[str]:
-    match = re.search(r"^Fixes:(.*)$", text, re.MULTILINE)
-    assert match, "a fix without a Fixes: line"
+def _bugs_line(text: str) -> list[str]:
+    match = re.search(r"^Bugs:(.*)$", text, re.MULTILINE)
+    assert match, "a fix without a Bugs: line"
     return match.group(1).split()
 
 
 def test_every_bug_group_has_one_fix_naming_exactly_its_entries() -> None:
     """export/fixes/GROUP.patch: one per root-cause group that holds a bug, its
-    Fixes: line the group's entries, a plain -p1 diff of OVS sources."""
+    Bugs: line the group's entries, a -p1 diff of OVS's sources and tests."""
     groups: dict[str, set[str]] = {}
     for bug in bugs.ALL:
         groups.setdefault(bug.root_cause, set()).add(bug.key)
@@ -284,11 +284,11 @@ def test_every_bug_group_has_one_fix_naming_exactly_its_entries() -> None:
     assert with_bug <= set(patches), with_bug - set(patches)
     assert set(patches) <= set(groups), set(patches) - set(groups)  # no fix of no group
     for group, text in patches.items():
-        assert set(_fixes_line(text)) == groups[group], group
+        assert set(_bugs_line(text)) == groups[group], group
         heads = re.findall(r"^(---|\+\+\+) (\S+)(.*)$", text, re.MULTILINE)
         assert heads and all(rest == "" for _, _, rest in heads), group  # no timestamps
         assert {side for side, _, _ in heads} == {"---", "+++"}
-        assert all(re.match(r"[ab]/(lib|ofproto|vswitchd)/", path) for _, path, _ in heads)
+        assert all(re.match(r"[ab]/(lib|ofproto|vswitchd|tests)/", path) for _, path, _ in heads)
         assert re.search(r"^@@ ", text, re.MULTILINE)
 
 
