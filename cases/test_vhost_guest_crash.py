@@ -45,11 +45,11 @@ from collections.abc import Callable
 import pytest
 
 from datapath import model
-from datapath.model import csum
 from datapath.backends import dpdk, tap
 from datapath.backends.env import RealEnv
 from datapath.backends.testpmd import CsumLayer, CsumMode, FwdMode
 from datapath.backends.vhost import Guest, VhostUserClientPort, short_socket_path
+from datapath.model import csum
 from datapath.model.actions import PushTunnel, mod_nw_dst, output
 from datapath.model.bugs import L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, OvsBug
 from datapath.model.packet import Packet
