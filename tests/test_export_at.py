@@ -353,3 +353,12 @@ def test_a_bug_whose_step_cannot_be_exported_is_not_exported(tmp_path, capsys) -
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be exported" in err and "gre-csum-at-push" in err
     assert not (out / "gre-csum-at-push.at").exists()
+
+
+def test_a_crash_a_guest_triggers_points_to_its_disclosure_note() -> None:
+    """The write-up of a bug with a note in export/disclosures/ names it; one without
+    does not."""
+    text = writeup.trigger(bugs.L4_PARTIAL_NOT_TCP_UDP)
+    assert "export/disclosures/l4-partial-assert.md" in text
+    assert (writeup.DISCLOSURES / "l4-partial-assert.md").is_file()
+    assert "disclosures" not in writeup.trigger(bugs.GRE_CSUM_AT_PUSH)
