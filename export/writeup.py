@@ -68,7 +68,7 @@ RULES: dict[str, Rule] = {
         "completed.",
         "fix the classification, not the assertion: mark TCP in miniflow_extract() for "
         "any TCP header that holds the checksum field (as parse_tcp_flags() does), and "
-        "drop the L4 checksum offload flags of a packet in which flow extraction marks "
+        "drop a partial L4 checksum flag of a packet in which flow extraction marks "
         "no L4 protocol, so that dp_packet_ol_send_prepare() and "
         "netdev_dpdk_prep_hwol_packet() only see packets of a known protocol"),
     "tso-short-tunnel-assert": Rule(
