@@ -7,6 +7,8 @@ pytest_plugins = [
     "fixtures.requires",
     "fixtures.plugin",
     "fixtures.shard",
+    "fixtures.schedule",
+    "fixtures.alone",
     "fixtures.rig",
     "fixtures.pushpop",
     "fixtures.verdict",

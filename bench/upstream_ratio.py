@@ -14,6 +14,12 @@ the build directory, its tests/atconfig names the source), this
   3. prints the wall times and upstream/ours per file and overall, with what
      each side checked.
 
+Both sides use the same cores.  Upstream's main testsuite and ours run with
+--jobs N (-jN, -n N).  check-system-userspace's files must run -j1 upstream
+(its tests share names: namespaces, devices, addresses); ours need not, since
+every id owns its names: they run both one id at a time (-n 0) and with the
+suite's default concurrency, and both ratios are printed.
+
 The main testsuite runs on the host (the tree's binaries are the host's).
 check-system-userspace makes namespaces, veths and addresses in the namespace
 it runs in, so it runs sealed in the runtime root (its own network namespace,
@@ -60,14 +66,16 @@ class FileRun:
     ours_seconds: float = 0.0
     ours_summary: str = ""
     ours_steps: int = 0
+    serial_seconds: float = 0.0  # check-system-userspace's files: ours with -n 0 too
 
 
-def ours(nodeids_or_args: list[str], out: Path, jobs: int, extra: tuple[str, ...] = ()
+def ours(nodeids_or_args: list[str], out: Path, workers: str, extra: tuple[str, ...] = ()
          ) -> tuple[float, str, dict]:
-    """Run `./ovstest suite` on these ids; (wall seconds, pytest's last line, results)."""
+    """Run `./ovstest suite -n WORKERS` on these ids ("0": one after another, "auto":
+    the default concurrency); (wall seconds, pytest's last line, results)."""
     rel = out.relative_to(ROOT)  # the sealed runtime sees the checkout only
     argv = [str(ROOT / "ovstest"), "suite", "-q", f"--out-dir={rel}", *extra,
-            *(["-n", str(jobs)] if jobs > 1 else []), *nodeids_or_args]
+            "-n", workers, *nodeids_or_args]
     started = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -171,7 +179,7 @@ def main() -> None:
                     help="which of our reproductions (pytest -k); default: all of them")
     ap.add_argument("--jobs", type=int, default=1, help="parallel jobs for both sides (default 1; "
                     "check-system-userspace's files always run -j1, as upstream's make target "
-                    "runs them, and ours -n 1 beside them)")
+                    "runs them, and ours both -n 0 and with the default concurrency beside them)")
     ap.add_argument("--from-results", type=Path, default=None, metavar="FILE",
                     help="learn which upstream tests our ids reproduce from a results.json of an "
                          "earlier run (e.g. the main job's reports/out/results.json) instead of "
@@ -193,7 +201,7 @@ def main() -> None:
             print(f"ours: ids and titles from {args.from_results}")
         else:
             select = ["-m", "upstream", *(["-k", args.select] if args.select else []), "cases"]
-            wall_all, last, results = ours(select, out / "all", args.jobs)
+            wall_all, last, results = ours(select, out / "all", "auto")
             runs = discover(results)
             print(f"ours, every selected id in one run: {wall_all:.1f} s ({last})")
         for run in runs.values():
@@ -201,16 +209,25 @@ def main() -> None:
             run.upstream_seconds, run.upstream_summary = upstream(tree, run.numbers, args.jobs,
                                                                   suite)
             own = ("--ovs-bindir", str(tree)) if suite == SYSTEM_SUITE else ()
-            jobs = 1 if suite == SYSTEM_SUITE else args.jobs  # the same parallelism as upstream's
-            run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, jobs, own)
+            workers = "auto" if suite == SYSTEM_SUITE else str(args.jobs if args.jobs > 1 else 0)
+            run.ours_seconds, run.ours_summary, res = ours(run.nodeids, out / run.file, workers, own)
+            if suite == SYSTEM_SUITE:
+                run.serial_seconds = ours(run.nodeids, out / f"{run.file}-serial", "0", own)[0]
             run.ours_steps = sum(len(c.get("steps", [])) for c in res["cases"])
             report(run)
     total_up = sum(r.upstream_seconds for r in runs.values())
     total_ours = sum(r.ours_seconds for r in runs.values())
     print(f"overall: upstream {total_up:.1f} s for {sum(len(r.numbers) for r in runs.values())} "
           f"tests, ours {total_ours:.1f} s for {sum(len(r.nodeids) for r in runs.values())} ids "
-          f"(-j{args.jobs}): ratio upstream/ours = "
-          f"{total_up / total_ours if total_ours else float('nan'):.1f}x")
+          f"(-j{args.jobs}; check-system-userspace's files -j1 upstream, concurrent here): "
+          f"ratio upstream/ours = {total_up / total_ours if total_ours else float('nan'):.1f}x")
+    system = [r for r in runs.values() if suite_of(r.file) == SYSTEM_SUITE]
+    if system:
+        up = sum(r.upstream_seconds for r in system)
+        conc, serial = sum(r.ours_seconds for r in system), sum(r.serial_seconds for r in system)
+        print(f"check-system-userspace: upstream -j1 {up:.1f} s; ours one id at a time "
+              f"{serial:.1f} s ({up / serial if serial else float('nan'):.1f}x), concurrent "
+              f"{conc:.1f} s ({up / conc if conc else float('nan'):.1f}x)")
 
 
 def report(run: FileRun) -> None:
@@ -220,7 +237,8 @@ def report(run: FileRun) -> None:
           f"({run.numbers[0]}-{run.numbers[-1]}), upstream {run.upstream_seconds:.1f} s "
           f"[{run.upstream_summary}]; ours {len(run.nodeids)} ids {run.ours_seconds:.1f} s "
           f"[{run.ours_summary}; {run.ours_steps} send-and-compare steps]; "
-          f"ratio {ratio:.1f}x")
+          f"ratio {ratio:.1f}x" + (f"; ours one id at a time {run.serial_seconds:.1f} s"
+                                   if run.serial_seconds else ""))
 
 
 if __name__ == "__main__":

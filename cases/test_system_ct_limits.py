@@ -1,5 +1,7 @@
 """system-traffic.at's conntrack tests of the connection table's limits
-(dpctl/ct-*-limits, ovs-vsctl set-zone-limit) and of a flush by port.
+(dpctl/ct-*-limits, ovs-vsctl set-zone-limit) and of a flush by port, and
+ours: a NAT commit the tracker refuses (a zone limit, the connection limit, a
+range without a free mapping), from a host on a veth.
 
 Each reproduction keeps upstream's namespaces, flow tables, traffic (curl
 against Python's http.server as upstream's test-l7.py, ping, nc,
@@ -15,14 +17,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from scapy.layers.inet import IP
+from scapy.layers.inet import UDP as UDPH
+from scapy.layers.l2 import Ether
 
-from datapath.model.conntrack import Ct
+from datapath.backends.netns import KernelSide
+from datapath.model.conntrack import Ct, Nat
 from fixtures.system_ct import Arrival, CtWire, add_flows, ct_ports
 from fixtures.system_ct_nat import (
     IPV4,
     UDP,
     Out,
     compose,
+    normal,
 )
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
@@ -223,3 +230,75 @@ def test_limit_by_zone(system_traffic: Callable[..., Traffic], flavour: str) -> 
     check(t.sb.appctl("dpctl/ct-del-limits", "zone=1"))
     check_limits(t, "default limit=15\n")
 
+
+
+NS0_MAC, NS1_MAC = "f2:00:00:00:00:01", "f2:00:00:00:00:02"
+# How the tracker comes to refuse the second connection: the flows' nat, the
+# set-up command, and the event that marks the refusal.
+REFUSALS = {
+    "zone_limit": ("nat(src=10.1.1.240)", ("dpctl/ct-set-limits", "zone=1,limit=1"),
+                   "conntrack_zone_full"),
+    "maxconns": ("nat(src=10.1.1.240)", ("dpctl/ct-set-maxconns", "1"), "conntrack_full"),
+    "exhaustion": ("nat(src=10.1.1.240:34568)", (), ""),
+}
+
+
+@FLAVOUR
+@pytest.mark.parametrize("why", list(REFUSALS))
+def test_nat_commit_refused(system_traffic: Callable[..., Traffic],
+                            request: pytest.FixtureRequest, flavour: str, why: str) -> None:
+    """Ours: at_ns0 (a host on a veth) sends two UDP datagrams to at_ns1 from
+    source ports 1001 and 1002, through in_port=1,udp
+    actions=ct(commit,zone=1,nat(src=10.1.1.240[:34568])),2.  The first
+    takes the one connection the tracker admits (the zone's limit of 1, a
+    maximum of 1 connection, or the range's one mapping) and leaves
+    translated; the tracker refuses the second's commit (the case waits for
+    conntrack_zone_full, conntrack_full, or OVS's exhaustion warning).
+    Judged by the model: the second has no NAT session, so it is dropped
+    (RFC 5508 REQ-8): at_ns1 gets one datagram, from 10.1.1.240.  OVS 4.0.0
+    forwards the second untranslated, from 10.1.1.1 (known bug
+    ct-nat-untranslated)."""
+    t: Traffic = system_traffic(flavour)
+    ns0, ns1 = ct_ports(t)
+    t.ip("link", "set", "dev", "p0", "address", NS0_MAC, ns=ns0)
+    t.ip("link", "set", "dev", "p1", "address", NS1_MAC, ns=ns1)
+    for addr in ("10.1.1.1", "10.1.1.240"):  # at_ns1's answers need no ARP
+        t.ip("neigh", "replace", addr, "lladdr", NS0_MAC, "nud", "permanent", "dev", "p1",
+             ns=ns1)
+    nat_text, setup, event = REFUSALS[why]
+    add_flows(t, ["priority=10,arp,action=normal",
+                  f"priority=100,in_port=1,udp,action=ct(commit,zone=1,{nat_text}),2",
+                  "priority=0,action=drop"])
+    t.sb.allow_log(r"Unable to NAT due to tuple space exhaustion")
+    nat = Nat.of("src", "10.1.1.240", 34568 if why == "exhaustion" else None)
+
+    def pipeline(a: Arrival) -> Out:
+        if a.eth_type == 0x0806:
+            return normal(a)
+        if a.ofport == 1 and a.eth_type == IPV4 and a.ip_proto == UDP:
+            return [("ovs-p1", [Ct(a.table, zone=1, commit=True, nat=nat)])]
+        return []
+
+    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    if setup:
+        check(t.sb.appctl(*setup))
+        if why == "zone_limit":
+            wire.event(" ".join(setup), lambda w: w.table.limits.update({1: 1}))
+        else:
+            wire.event(" ".join(setup), lambda w: setattr(w.table, "max_conns", 1))
+    host = KernelSide(ns0, "p0")
+    t.env.cleanup.defer("close at_ns0's sender", host.close)
+
+    def datagram(sport: int) -> bytes:
+        return bytes(Ether(src=NS0_MAC, dst=NS1_MAC) / IP(src="10.1.1.1", dst="10.1.1.2")
+                     / UDPH(sport=sport, dport=9) / (b"x" * 32))
+    host.send([datagram(1001)])
+    wait_until(lambda: "sport=1001" in check(t.sb.appctl("dpctl/dump-conntrack")).stdout, 10,
+               what="the first datagram's connection to be committed")
+    host.send([datagram(1002)])
+    if event:
+        wait_until(lambda: t.sb.coverage(event) >= 1, 10, what=f"coverage {event} >= 1",
+                   describe=lambda: str(t.sb.coverage(event)))
+    else:
+        t.sb.log.wait(r"Unable to NAT due to tuple space exhaustion")
+    assert wire.verify() >= 1

@@ -28,13 +28,18 @@ from collections.abc import Callable
 
 import pytest
 
+from datapath import model
 from datapath.backends.native_tunnel import Captured
-from datapath.backends.netns import Netns
+from datapath.backends.netns import KernelSide, Netns
+from datapath.deviations.vlan import follows_one_tag_flow
 from datapath.model import l2tags
+from datapath.model.hooks import NOT_SENT
+from datapath.verdict import conclude
 from fixtures.system_l2 import (
     Crossings,
     Rule,
     TagEdge,
+    TagSniffer,
     add_tag_edge,
     port_tx,
     switched,
@@ -45,6 +50,7 @@ from fixtures.system_l2 import (
 from fixtures.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
 from harness.wait import wait_until
+from reports.plugin import record_for
 
 pytestmark = [pytest.mark.requires(backend="tap"), pytest.mark.requires(kernel_optional="vlan")]
 
@@ -109,10 +115,11 @@ def vids(frame: bytes) -> list[int]:
 # two tags from the namespaces straight into br0: vlan_limit, double vlan match
 
 
-def qinq_into_br0(t: Traffic) -> tuple[Netns, Netns, list[TagEdge]]:
+def qinq_into_br0(t: Traffic, ipv6: bool = True) -> tuple[Netns, Netns, list[TagEdge]]:
     """ADD_NAMESPACES(at_ns0, at_ns1), ADD_VETH p0 and p1 on br0, ADD_SVLAN 4094
-    and ADD_CVLAN 100 on each (TagEdge where the kernel has no VLAN devices)."""
-    ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
+    and ADD_CVLAN 100 on each (TagEdge where the kernel has no VLAN devices);
+    without IPv6 in the namespaces if not `ipv6`."""
+    ns0, ns1 = t.add_namespace("at_ns0", ipv6), t.add_namespace("at_ns1", ipv6)
     edges = [TagEdge("p0", ns0, QINQ), TagEdge("p1", ns1, QINQ)]
     for edge, i in zip(edges, (1, 2)):
         if t.has("vlan"):
@@ -146,9 +153,19 @@ def test_vlan_limit(system_traffic: Callable[..., Traffic], request: pytest.Fixt
     now parses one tag only, so the C-tag's TPID is the frame's dl_type
     (ovs-vswitchd.conf.db(5) other_config:vlan-limit) and the flow drops it:
     ping -c 1 -W 3 must exit 1.  Judged: every frame br0 forwarded in the
-    first part unchanged (NORMAL, the model's output), none in the second."""
+    first part unchanged (NORMAL, the model's output), none in the second.
+
+    The namespaces have no IPv6: a C-VLAN device's own start-up traffic (its
+    duplicate address detection's neighbour solicitation, router
+    solicitations, MLD reports) that reaches br0 between the purge and
+    vlan-limit=1 installs a flow with two tags, which the revalidators then
+    cannot parse under the new limit ("internal error parsing flow key",
+    "failed to put[modify]"): the log lines that made upstream's own run of
+    this test fail at random, and skip it on GitHub (OVS_CHECK_GITHUB_ACTION,
+    6660fccb1).  Under load our run showed them too.  The test's packets are
+    IPv4; nothing it sends or checks changes."""
     t = start(system_traffic, flavour)
-    ns0, _, edges = qinq_into_br0(t)
+    ns0, _, edges = qinq_into_br0(t, ipv6=False)
     check(t.sb.ofctl("add-flow", "br0", "priority=1 action=normal"))
     wire = crossings(t, request, edges, switched(port_tx(t, "ovs-p1")),
                      switched(port_tx(t, "ovs-p0")))
@@ -326,3 +343,119 @@ def test_8021q_tunnel(system_traffic: Callable[..., Traffic], request: pytest.Fi
     t.check_ping(ns0, "10.3.2.2", "-s", "1600")
     check_no_ping(t, ns0, "10.4.2.2")
     assert wire.verify() >= 48
+
+
+# ----------------------------------------------------------------------------
+# ours: a frame with one tag, then one with a second tag under the same outer tag
+
+HOST_MAC, OTHER_MAC = "f2:00:00:00:0a:01", "f2:00:00:00:0a:02"
+ONE_THEN_TWO = ("table=0,priority=1,actions=drop\n"
+                "table=0,priority=100,in_port=ovs-p0,dl_vlan=4094,actions=pop_vlan,resubmit(,1)\n"
+                "table=1,priority=100,in_port=ovs-p0,vlan_tci=0,actions=output:ovs-p1\n"
+                "table=1,priority=100,in_port=ovs-p0,dl_vlan=100,actions=output:ovs-p2\n")
+
+
+def tagged_udp(*vlans: tuple[int, int]) -> bytes:
+    """A UDP datagram from at_ns0's host with these tags (TPID, VID), outermost first."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    frame = bytes(Ether(src=HOST_MAC, dst=OTHER_MAC, type=0x0800)
+                  / IP(src="10.1.1.1", dst="10.1.1.9") / UDP(sport=4000, dport=4001)
+                  / (b"q" * 40))
+    for tpid, vid in reversed(vlans):
+        frame = frame[:12] + struct.pack("!HH", tpid, vid) + frame[12:]
+    return frame
+
+
+def one_then_two(frame: bytes, headers: int) -> tuple[str, bytes] | None:
+    """ONE_THEN_TWO on a frame from ovs-p0, OVS parsing `headers` VLAN headers
+    (vswitch.xml other_config:vlan-limit: further headers are payload): table
+    0 matches the outermost header's VID 4094 and pops it (ovs-actions(7)
+    pop_vlan), table 1 forwards by what is left of the parsed headers
+    (vlan_tci=0: none; dl_vlan=100: a header of VID 100).  The port and the
+    frame, or None (dropped)."""
+    parsed = vids(frame)[:headers]
+    if not parsed or parsed[0] != 4094:
+        return None
+    popped = l2tags.run(frame, [l2tags.PopVlan()])
+    if len(parsed) == 1:
+        return "ovs-p1", popped
+    return ("ovs-p2", popped) if parsed[1] == 100 else None
+
+
+def expectation(frames: list[bytes]) -> model.Expected:
+    """The frames a port must send, checksums as sent (a tag action touches none)."""
+    return model.Expected(frames=list(frames), csum_state=[{} for _ in frames])
+
+
+@FLAVOUR
+@pytest.mark.parametrize("limit", [0, 1, 2], ids=lambda n: f"vlan_limit_{n}")
+def test_one_tag_then_two_under_it(system_traffic: Callable[..., Traffic],
+                                   request: pytest.FixtureRequest, flavour: str,
+                                   limit: int) -> None:
+    """Ours: at_ns0's host sends into ovs-p0 a UDP frame with an S-tag of VID
+    4094, then the same frame with a C-tag of VID 100 under that S-tag.  br0
+    (ONE_THEN_TWO) pops the outer tag and forwards by what is under it: to
+    ovs-p1 if nothing (the S-VLAN's own frames), to ovs-p2 if VID 100 (the
+    customer VLAN inside it).  The second frame is sent once the datapath
+    flow of the first is installed.  Judged by the table (one_then_two): with
+    other_config:vlan-limit 0 or 2 OVS sees both tags, so the second frame
+    leaves ovs-p2 with its C-tag; with vlan-limit 1 the C-tag is payload
+    (vswitch.xml), and it leaves ovs-p1.  OVS 4.0.0 with two headers sends the
+    second frame by the first one's datapath flow, out of ovs-p1 (known bug
+    vlan-second-tag-wildcarded: across VLAN domains)."""
+    t: Traffic = system_traffic(flavour, ("set", "Open_vSwitch", ".",
+                                          f"other_config:vlan-limit={limit}"))
+    probed = vlan_stack_probed(t)
+    headers = min(limit or 2, 2, probed)
+    if limit != 1 and headers < 2:
+        pytest.skip("OVS_CHECK_8021AD: ovs-vswitchd.log does not show a VLAN header stack "
+                    f"length of 2 or more (probed: {probed})")
+    spaces = [t.add_namespace(f"at_ns{i}") for i in range(3)]
+    for i, ns in enumerate(spaces):
+        t.add_veth(f"p{i}", ns, "br0", f"10.1.1.{i + 1}/24")
+    flows = t.sb.rundir / "flows-br0.txt"
+    flows.write_text(ONE_THEN_TWO)
+    check(t.sb.ofctl("--bundle", "add-flows", "br0", str(flows)))
+    host = KernelSide(spaces[0], "p0")
+    t.env.cleanup.defer("close at_ns0's sender", host.close)
+    outs = {f"ovs-p{i}": TagSniffer(spaces[i], f"p{i}") for i in (1, 2)}
+    for sniffer in outs.values():
+        t.env.cleanup.defer("close a capture", sniffer.close)
+
+    def arrived() -> list[bytes]:
+        for sniffer in outs.values():
+            sniffer.read()
+        return [c.frame for s in outs.values() for c in s.frames
+                if not c.outgoing and c.frame[6:12] == bytes.fromhex(HOST_MAC.replace(":", ""))]
+    one, two = tagged_udp((l2tags.TPID_STAG, 4094)), tagged_udp((l2tags.TPID_STAG, 4094),
+                                                                (l2tags.TPID_CTAG, 100))
+    host.send([one])
+    wait_until(lambda: len(arrived()) >= 1, 10, what="the S-tagged frame to leave br0")
+    wait_until(lambda: "vlan(vid=4094" in check(t.sb.appctl("dpctl/dump-flows")).stdout, 10,
+               what="the S-tagged frame's datapath flow")
+    host.send([two])
+    wait_until(lambda: len(arrived()) >= 2, 10, what="the S+C-tagged frame to leave br0")
+    correct: dict[str, list[bytes]] = {port: [] for port in outs}
+    ovs: dict[str, list[bytes]] = {port: [] for port in outs}
+    bug = follows_one_tag_flow(one, two, headers)
+    first = one_then_two(one, headers)
+    for frame in (one, two):
+        out = one_then_two(frame, headers)
+        if out is not None:
+            correct[out[0]].append(out[1])
+        known = first if frame is two and bug is not None else out
+        if known is not None:
+            ovs[known[0]].append(l2tags.run(frame, [l2tags.PopVlan()]))
+    steps = record_for(request.node).steps
+    verdicts = []
+    for port, sniffer in outs.items():
+        exp = expectation(correct[port])
+        if bug is not None and ovs[port] != correct[port]:
+            exp = model.deviation(exp, expectation(ovs[port] or [NOT_SENT]), bug)
+        got = [c.frame for c in sniffer.frames if not c.outgoing
+               and c.frame[6:12] == bytes.fromhex(HOST_MAC.replace(":", ""))]
+        verdicts.append(conclude(steps, exp, got, title=f"at_ns0 -> br0 -> {port}",
+                                 rx_port="ovs-p0", tx_port=port, sent=[one, two]))
+    for verdict in verdicts:
+        verdict.check()

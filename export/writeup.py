@@ -195,6 +195,32 @@ RULES: dict[str, Rule] = {
         "in udpif_resume_revalidators(), block on pause_barrier only when pause_latch "
         "was set (latch_poll() says so): the revalidators reach the barrier only while "
         "paused"),
+    "ct-nat-untranslated": Rule(
+        "conntrack - nat that cannot be set up drops the packet",
+        "RFC 5508 REQ-8: \"When a NAT device is unable to establish a NAT Session for a "
+        "new transport-layer (TCP, UDP, ICMP, etc.) flow due to resource constraints or "
+        "administrative restrictions, the NAT device SHOULD send an ICMP destination "
+        "unreachable message ... and drop the original packet.\"  ovs-actions(7) nat: the "
+        "translated address \"should be selected\" from the range; a packet of a "
+        "connection that has no translation has no NAT session, and its original "
+        "addresses must not leave (the Linux kernel datapath drops it).",
+        "in conn_not_found(), when a commit with nat(src=...) or nat(dst=...) cannot "
+        "create its connection (zone limit, connection limit, NAT tuple space "
+        "exhaustion), drop the packet, and the fragments of a reassembled one, instead "
+        "of leaving it +trk+new untranslated"),
+    "vlan-second-tag-wildcarded": Rule(
+        "vlan-limit 2 - a flow for one tag is not hit by two",
+        "vswitch.xml other_config:vlan-limit: OVS matches up to two VLAN headers (the "
+        "limit, 0 meaning as many as OVS and the datapath support); ovs-actions(7) "
+        "pop_vlan removes the outer one, and the tables then match what is under it "
+        "(ovs-fields(7) vlan_tci: 0 for no header).  A frame with two headers and one "
+        "with one differ under the outer header, and a datapath flow must give every "
+        "packet it matches what the OpenFlow tables give it: the frame with two headers "
+        "must not follow the flow of the frame with one.",
+        "mask the header after the last one a pop counted (flow_pop_vlan()), keep the "
+        "mask of the first missing header within the VLAN limit (xlate_wc_finish()), and "
+        "read a missing VLAN mask under an exact Ethertype as no further header "
+        "(parse_8021q_onward())"),
     "ct-icmp6-nat-conn-proto": Rule(
         "conntrack - nat of an icmpv6 error keeps its embedded packet",
         "RFC 5508 section 4.2 (and RFC 5382 section 7.1 for TCP): a NAT translates an "

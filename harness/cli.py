@@ -26,7 +26,9 @@ its bin/ or sbin/, or a build tree; otherwise the provisioned runtime's package.
 Nothing on PATH is picked.  Every run is sealed in the runtime root (see
 harness/runtime.py), with a build bind-mounted read-only at its own path."""
 PYTEST_ARGS = ("Other arguments go to pytest (./ovstest shell 'cd /src && python3 -m pytest --help' "
-               "lists them); --out-dir DIR moves the report.")
+               "lists them); --out-dir DIR moves the report.  The ids run several at a time "
+               "(pytest-xdist's -n auto: fixtures/schedule.py chooses the workers and their "
+               "order); -n 0 runs them one after another, -n N with N workers.")
 
 
 @dataclass(frozen=True)
@@ -91,11 +93,14 @@ MODES: tuple[Mode, ...] = (
                                  help="one point per topology, one repeat (three for A/B)")),
           BASELINE, CANDIDATE)),
     Mode("bench", "the framework's own timings (bench/), or upstream's testsuite against ours",
-         "./ovstest bench --n 50",
-         "[--n N] [-k EXPR] [--upstream-seconds S] | --upstream-tree DIR [-k EXPR] [--jobs N]",
-         "Without --upstream-tree: bench/bench_suite.py, sealed (sandbox start, one step, the "
-         "cases' wall time).  With --upstream-tree DIR: bench/upstream_ratio.py on the host, "
-         "upstream's tests of DIR against ours, per upstream file."),
+         "./ovstest bench --concurrency --areas",
+         "[--n N] [-k EXPR] [--upstream-seconds S] | --upstream-tree DIR [-k EXPR] [--jobs N] | "
+         "--concurrency [--workers N,...] [--areas] [-k EXPR]",
+         "Without --upstream-tree or --concurrency: bench/bench_suite.py, sealed (sandbox start, "
+         "one step, the cases' wall time).  With --upstream-tree DIR: bench/upstream_ratio.py "
+         "on the host, upstream's tests of DIR against ours, per upstream file.  With "
+         "--concurrency: bench/concurrency.py, the main job serial (-n 0) against concurrent, "
+         "per area (fixtures/areas.py)."),
     Mode("export-at", "a case, or the minimal case of a known bug, as an upstream .at test",
          "./ovstest export-at gre-csum-at-push",
          "ID... [--out-dir DIR] [--results FILE]",

@@ -51,21 +51,43 @@ def symbolize(frames: list[str], timeout: float = 20.0) -> list[str]:
     for obj, offsets in by_obj.items():
         if gdb is None or not Path(obj).is_file():
             continue
-        argv = [gdb, "-batch", "-nx"]
-        for off in offsets:
-            argv += ["-ex", f"info line *{off:#x}"]
-        try:
-            out = subprocess.run([*argv, obj], capture_output=True, text=True,
-                                 timeout=timeout).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        answers = [ln for ln in out.splitlines() if ln.startswith(("Line ", "No line"))]
-        for off, answer in zip(offsets, answers):
-            m = re.match(r'Line (\d+) of "([^"]+)".*<([^+>]+)', answer)
-            if m:
-                where[(obj, off)] = f"{m.group(3)} at {m.group(2)}:{m.group(1)}"
+        known = _lines_of(obj)
+        asked = sorted(set(offsets) - set(known))
+        if asked:
+            known.update(_gdb_lines(gdb, obj, asked, timeout))
+        where.update({(obj, off): known[off] for off in offsets if known.get(off)})
     return [f"{frame}  {where[(obj, off)]}" if off is not None and (obj, off) in where
             else frame for frame, obj, off in parsed]
+
+
+# What gdb said of each offset, per binary (its path, size and mtime): a known
+# bug's crash repeats over hundreds of ids with the same frames, and a gdb run
+# costs about a second of CPU.  "" for an offset gdb has no line for.
+_LINES: dict[tuple[str, int, int], dict[int, str]] = {}
+
+
+def _lines_of(obj: str) -> dict[int, str]:
+    st = Path(obj).stat()
+    return _LINES.setdefault((obj, st.st_size, st.st_mtime_ns), {})
+
+
+def _gdb_lines(gdb: str, obj: str, offsets: list[int], timeout: float) -> dict[int, str]:
+    """`function at file:line` for each offset of `obj` ("" where gdb cannot
+    tell); {} when gdb could not run (asked again next time)."""
+    argv = [gdb, "-batch", "-nx"]
+    for off in offsets:
+        argv += ["-ex", f"info line *{off:#x}"]
+    try:
+        out = subprocess.run([*argv, obj], capture_output=True, text=True,
+                             timeout=timeout).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    answers = [ln for ln in out.splitlines() if ln.startswith(("Line ", "No line"))]
+    found = dict.fromkeys(offsets, "")
+    for off, answer in zip(offsets, answers):
+        m = re.match(r'Line (\d+) of "([^"]+)".*<([^+>]+)', answer)
+        found[off] = f"{m.group(3)} at {m.group(2)}:{m.group(1)}" if m else ""
+    return found
 
 
 def crash_report(texts: list[str]) -> str:

@@ -47,8 +47,8 @@ class Run:
 
     index: int
     seed: int
-    load: str  # "calm", "hogs" (one busy loop per CPU), "hogs+n2" (and pytest -n 2)
-    # pytest-xdist workers (-1: as many as the pytest arguments say); 0: the ids
+    load: str  # "calm", "hogs" (one busy loop per CPU), "hogs+nN" (and pytest -n N)
+    # pytest-xdist workers (-1: as many as the pytest arguments say, -2: -n auto); 0: the ids
     # ran one after another, in `order`
     workers: int
     seconds: float  # wall time of the sealed run
@@ -219,7 +219,7 @@ def run_line(run: Run) -> str:
     counts = Counter(o.outcome for o in run.outcomes.values())
     tally = ", ".join(f"{n} {name}" for name, n in sorted(
         counts.items(), key=lambda kv: TALLY_ORDER.index(kv[0]) if kv[0] in TALLY_ORDER else 99))
-    workers = f", -n {run.workers}" if run.workers > 0 else ""
+    workers = f", -n {run.workers}" if run.workers > 0 else ", -n auto" if run.workers == -2 else ""
     return (f"run {run.index} seed {run.seed} {run.load}{workers}: "
             f"{run.seconds:.1f} s, exit {run.exit_code}, {tally or 'no ids'}")
 

@@ -5,11 +5,14 @@ of its own in the sealed runtime (the launcher's seal), writing its report to
 RUN_DIR (run-01, run-02, ...) under the flaky output directory.
 
 Run k shuffles its ids with random.Random(seed + k) (harness/shuffle.py).
-Without --stress, runs 1..N are calm.  With --stress, a calm reference run 0
-comes first (the time without stress, and the runs a load-dependent failure
-passes in), then runs 1..N under CPU contention: one busy loop per CPU, started
-inside the run's sealed namespace, so they die with it however the run ends;
-the even ones also with pytest -n 2 (pytest-xdist).
+Every run takes its ids as the suite does, several at once (-n auto, as many
+workers as the selection can use: harness/concurrency.py), unless the pytest
+arguments choose (-n 0: one after another).  Without --stress, runs 1..N are calm.  With
+--stress, a calm reference run 0 comes first (the time without stress, and
+the runs a load-dependent failure passes in), then runs 1..N under CPU
+contention: one busy loop per CPU, started inside the run's sealed namespace,
+so they die with it however the run ends; the even ones also with twice the
+workers -n auto takes.
 The verdicts are harness/flakiness.py's; they go to flaky.json and flaky.txt.
 """
 from __future__ import annotations
@@ -24,13 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import flakiness
+from harness.concurrency import AUTO, chooses_workers
 from harness.flakiness import CALM, Run
 from harness.runtime import LaunchError
 
 DEFAULT_RUNS = 5
 DEFAULT_OUT = "reports/out-flaky"
 RUN_DIR = "run-{:02d}"
-STRESS_WORKERS = 2
+CROWD = 2  # a crowded run's workers: this many times -n auto's
 # Busy loops started before pytest in the seal; pytest ends up their parent and,
 # as the namespace's first process, takes them down when it exits.
 HOGS = 'i=0; while [ "$i" -lt "$1" ]; do (while :; do :; done) & i=$((i+1)); done; shift; exec "$@"'
@@ -60,6 +64,7 @@ class Plan:
     seed: int
     load: str
     workers: int
+    scale: int = 1  # with workers AUTO: -n auto starts this many times the workers it would
 
 
 def parse_options(runs: str | None, stress: bool, seed: str | None) -> Options:
@@ -94,26 +99,20 @@ def pop_out_dir(extra: list[str]) -> tuple[str | None, list[str]]:
     return value, rest
 
 
-def user_workers(pytest_args: list[str]) -> bool:
-    """Whether the pytest arguments already ask for pytest-xdist workers."""
-    return any(a in ("-n", "--numprocesses") or a.startswith("--numprocesses=")
-               or (a.startswith("-n") and not a.startswith("--")) for a in pytest_args)
-
-
 def plan(options: Options, pytest_args: list[str]) -> list[Plan]:
-    """Runs 1..N; with --stress a calm run 0 first, odd runs with hogs, even ones
-    with hogs and -n 2 (unless the arguments chose workers already: workers -1,
-    as many as they say, in every run)."""
-    own = user_workers(pytest_args)
+    """Runs 1..N with the default concurrency; with --stress a calm run 0 first,
+    odd runs with hogs, even ones with hogs and CROWD times the workers -n auto
+    takes (unless the arguments chose workers already: workers -1, as many as
+    they say, in every run)."""
+    own = chooses_workers(pytest_args)
+    usual = -1 if own else AUTO
     if not options.stress:
-        return [Plan(k, options.seed + k, CALM, -1 if own else 0)
-                for k in range(1, options.runs + 1)]
-    plans = [Plan(0, options.seed, CALM, -1 if own else 0)]
+        return [Plan(k, options.seed + k, CALM, usual) for k in range(1, options.runs + 1)]
+    plans = [Plan(0, options.seed, CALM, usual)]
     for k in range(1, options.runs + 1):
-        parallel = k % 2 == 0 and not own
-        load = f"hogs+n{STRESS_WORKERS}" if parallel else "hogs"
-        workers = -1 if own else STRESS_WORKERS if parallel else 0
-        plans.append(Plan(k, options.seed + k, load, workers))
+        crowded = k % 2 == 0 and not own
+        plans.append(Plan(k, options.seed + k, "hogs+2x" if crowded else "hogs", usual,
+                          CROWD if crowded else 1))
     return plans
 
 
@@ -127,7 +126,9 @@ def command(p: Plan, pytest_cmd: list[str], sealed_run_dir: Path,
     """The sealed run's argv and environment.  `pytest_cmd` is python3's
     arguments (-m pytest TARGETS ARGS)."""
     argv = ["python3", *pytest_cmd, "-p", "harness.shuffle", f"--out-dir={sealed_run_dir}"]
-    if p.workers > 0:
+    if p.workers == AUTO:
+        argv += ["-n", "auto", *(["--auto-scale", str(p.scale)] if p.scale > 1 else [])]
+    elif p.workers > 0:
         argv += ["-n", str(p.workers)]
     if p.load != CALM:
         argv = ["sh", "-c", HOGS, "hogs", str(hogs), *argv]

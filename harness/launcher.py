@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import cli, gcovrun
+from harness import cli, concurrency, gcovrun
 from harness import flaky as flaky_driver
 from harness.install import InstallError, Layout, find_layout
 from harness.ovsbuild import build as coverage_build
@@ -281,7 +281,8 @@ def compare(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
     codes: dict[str, int] = {}
     for name, choice in sides.items():
         print(f"ovstest compare: {name}: {facts[name]['describe']}", file=sys.stderr)
-        inner = ["python3", *inner_args("compare", extra), "--record-frames=all",
+        inner = ["python3", *inner_args("compare", concurrency.with_default("compare", extra)),
+                 "--record-frames=all",
                  f"--out-dir={out / name}"]
         argv, env = sealed_argv(root, inner, ro=choice.mounts, rw=tuple(rw),
                                 extra_env=choice.env())
@@ -374,12 +375,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run `./ovstest` (harness/cli.py parses the line); return its exit status."""
     try:
         args, extra = cli.parse(argv)  # exits on --help; bad input fails before provisioning
-        if args.mode == "bench" and any(a.startswith("--upstream-tree") for a in extra):
+        if args.mode == "bench" and any(a.startswith(("--upstream-tree", "--concurrency"))
+                                        for a in extra):
             # Upstream's testsuite runs on the host (its tree's binaries are the host's);
-            # the script starts `./ovstest suite` for our side, sealed as usual.
+            # these scripts start `./ovstest suite` for our side, sealed as usual.
+            script = "upstream_ratio.py" if any(a.startswith("--upstream-tree") for a in extra) \
+                else "concurrency.py"
             sys.stdout.flush()
-            os.execv(sys.executable, [sys.executable,
-                                      str(REPO_ROOT / "bench" / "upstream_ratio.py"), *extra])
+            os.execv(sys.executable, [sys.executable, str(REPO_ROOT / "bench" / script), *extra])
         if args.mode == "export":
             # git runs on the host (the runtime root has none); the source is
             # fetched and cached, as for coverage, unless --ovs-src names one.
@@ -431,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "shell":  # interactive, or one command line
             inner = ["/bin/bash", "-c", " ".join(extra)] if extra else ["/bin/bash", "-i"]
         else:
-            inner = ["python3", *inner_args(args.mode, extra)]
+            inner = ["python3", *inner_args(args.mode, concurrency.with_default(args.mode, extra))]
         sealed, env = sealed_argv(root, inner, ro=choice.mounts, rw=rw, extra_env=choice.env())
         return exec_sealed(sealed, env)
     except LaunchError as exc:

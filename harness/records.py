@@ -97,6 +97,10 @@ class CaseRecord:
     metrics: dict[str, float] = field(default_factory=dict)
     compacted: bool = False  # its commands, log and expected frames were not kept
     crash: str = ""  # a daemon that died during the case: why, and its backtrace
+    # Where and when it ran: the pytest-xdist worker ("" in a serial run) and the
+    # wall clock at its set-up (seconds since the epoch), for the timeline of a run.
+    worker: str = ""
+    started: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON.  Evidence of some size (commands, steps with their frames, the

@@ -11,16 +11,16 @@ import os
 import shutil
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from harness.install import InstallError, OvsInstall
-from perf import report
-from perf.kinds import KINDS, CoreLayout, plan_cores
-from perf.records import AB_SIDES, Run, Topology
-from perf.sweep import FULL_FLOWS, FULL_SIZES, QUICK, QUICK_AB_REPEATS, Plan, run_topology
-from perf.sysstat import ensure_bpffs
+
+if TYPE_CHECKING:  # the sweep, its kinds and the report load only where perf runs
+    from perf.kinds import CoreLayout
+    from perf.records import Topology
+    from perf.sweep import Plan
 
 SESSION_KEY = pytest.StashKey["PerfSession"]()
 
@@ -64,6 +64,7 @@ def _ints(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
 
 def make_plan(config: pytest.Config, ab: bool) -> Plan:
     """The sweep's plan from the options: sizes, flow counts, repeats, window."""
+    from perf.sweep import FULL_FLOWS, FULL_SIZES, QUICK, QUICK_AB_REPEATS, Plan
     quick = bool(config.getoption("perf_quick"))
     base = QUICK if quick else Plan()
     repeats = config.getoption("perf_repeats") or (
@@ -78,6 +79,8 @@ class PerfSession:
     """Runs the topologies the tests ask for and keeps what they measured."""
 
     def __init__(self, config: pytest.Config, builds: dict[str, OvsInstall]) -> None:
+        from perf.kinds import plan_cores
+        from perf.records import AB_SIDES
         from reports.plugin import output_dir
         self.config = config
         self.builds = builds
@@ -106,6 +109,10 @@ class PerfSession:
             print(line)
 
     def run(self, kind_name: str) -> Topology:
+        from perf.kinds import KINDS
+        from perf.records import Topology
+        from perf.sweep import run_topology
+        from perf.sysstat import ensure_bpffs
         kind = KINDS[kind_name]
         if kind.xdp_mode and not self.bpffs:
             self.bpffs = ensure_bpffs()
@@ -127,6 +134,8 @@ class PerfSession:
         return topo
 
     def finish(self) -> str | None:
+        from perf import report
+        from perf.records import Run
         if not self.topologies:
             return None
         host: dict[str, Any] = {

@@ -8,6 +8,7 @@ only process that writes files.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import time
@@ -50,6 +51,7 @@ class _State:
     unfinished: dict[str, str] = field(default_factory=dict)
     links: list[tuple[str, str]] = field(default_factory=list)  # extra index links
     known_bugs: list[dict[str, Any]] = field(default_factory=list)
+    order: dict[str, int] = field(default_factory=dict)  # nodeid -> its place in the collection
 
 
 _STATE_KEY = pytest.StashKey[_State]()
@@ -144,6 +146,14 @@ def record_for(item: pytest.Item) -> CaseRecord:
 def case_record(request: pytest.FixtureRequest) -> CaseRecord:
     """The record of the running case, for attaching commands, steps, logs and artifacts."""
     return record_for(request.node)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Where and when the case runs (its worker under pytest-xdist)."""
+    record = record_for(item)
+    record.worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    record.started = round(time.time(), 3)
 
 
 @pytest.hookimpl(hookwrapper=True)  # old-style wrapper: works with every pluggy pytest 7.4 allows
@@ -282,6 +292,17 @@ class _Collector:
                          {**info.get("versions", {}), **mine["versions"]},
                          mine.get("ovs_source") or info.get("ovs_source", ""))
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._order(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._order(ids)  # every worker collects the same ids; the first one says
+
+    def _order(self, nodeids: Any) -> None:
+        if not self.state.order:
+            self.state.order = {nodeid: i for i, nodeid in enumerate(nodeids)}
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             nodeid = report.nodeid or "<collection>"
@@ -305,6 +326,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 nodeid=nodeid, outcome=outcome or "error",
                 longrepr=("the run was interrupted in this case's teardown" if outcome
                           else "the run was interrupted before this case finished"))
+    # The collection's order, however the workers' completions interleaved;
+    # records the collection did not list (collection errors) go last.
+    listed = len(state.order)
+    state.cases = dict(sorted(state.cases.items(),
+                              key=lambda kv: (state.order.get(kv[0], listed), kv[0])))
     info = config.stash.get(RUN_INFO_KEY, None) or {}
     state.known_bugs = known_bug_status(info.get("known_bugs", []), list(state.cases.values()))
     backend = info.get("backend") or str(config.getoption("backend", default="") or "")

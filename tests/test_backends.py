@@ -2,7 +2,6 @@
 run leaves nothing behind (namespaces, devices, processes), Ctrl-C included."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -11,7 +10,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -273,17 +271,6 @@ def _files() -> set[str]:
     return found
 
 
-@pytest.fixture
-def files_unshared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """For a test that compares _files() before and after: no other such test
-    makes files meanwhile.  pytest-xdist workers (the flaky driver's -n 2) take
-    turns, on a lock in the directory their temporary directories share; a
-    serial run never waits.  Cases run on another worker are not covered."""
-    with open(tmp_path_factory.getbasetemp().parent / "backends-files.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # until the other one ends (released at close)
-        yield
-
-
 needs_tap = pytest.mark.skipif(unavailable("tap", None) is not None,
                                reason=str(unavailable("tap", None)))
 
@@ -308,7 +295,7 @@ def test_real_env_leaves_nothing(real_env) -> None:
     assert helper.poll() is not None and vswitchd.poll() is not None
 
 
-@pytest.mark.usefixtures("files_unshared")
+@pytest.mark.alone
 def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
     """An AF_XDP sandbox (its bpffs, two afxdp ports) and a DPDK one (a net_tap
     port, a background testpmd): after close() their namespaces, processes,
@@ -430,7 +417,7 @@ def _interruptible() -> None:
 
 
 @needs_tap
-@pytest.mark.usefixtures("files_unshared")
+@pytest.mark.alone
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
 def test_interrupt_leaves_nothing(tmp_path: Path, sig: signal.Signals, ovs_install) -> None:
     """A child pytest builds namespaces, tap/veth (and, on DPDK, net_tap and a

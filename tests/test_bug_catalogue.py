@@ -34,6 +34,9 @@ def test_an_entry_has_a_class_a_severity_and_a_root_cause_group(bug: bugs.OvsBug
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", bug.root_cause)
     if bug.cls != "bug":
         assert bug.why, "a latent or by-design entry says why"
+    # A crash leaves a dead daemon, a hang one that serves nothing: never confined
+    # to the frames (fixtures/case_scope.py keeps a rig in use after those only).
+    assert not (bug.frames_only and (bug.crash or bug.severity == "hangs the daemon"))
 
 
 def node_id(case: str) -> str:

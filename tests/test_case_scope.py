@@ -188,3 +188,21 @@ def test_the_rule_exists_once() -> None:
     assert not offenders, ("only fixtures/case_scope.py decides what an id's outcome means "
                            "for its sandboxes:\n" + "\n".join(offenders))
     assert owned_uses((ROOT / OWNER).read_text()), "the owner itself uses what it owns"
+
+
+def test_a_rig_serves_on_after_an_xfail_only_on_bugs_confined_to_the_frames() -> None:
+    from datapath.model import bugs
+    from datapath.verdict import ABSENT, PRESENT
+    from fixtures.case_scope import only_frames_bugs
+    from harness.records import Step
+
+    def step(**seen: str) -> Step:
+        return Step(title="t", rx_port="p1", tx_port="p2", sent=[], expected=[], captured=[],
+                    ok=not seen, bugs=seen)
+    frames, state = bugs.GRE_CSUM_AT_PUSH, bugs.NEIGH_SNOOP_CACHED
+    assert frames.frames_only and not state.frames_only and not bugs.L4_PARTIAL_NOT_TCP_UDP.frames_only
+    assert only_frames_bugs([step(**{frames.key: PRESENT})])
+    assert only_frames_bugs([step(), step(**{frames.key: PRESENT, state.key: ABSENT})])
+    assert not only_frames_bugs([step(**{frames.key: PRESENT}), step(**{state.key: PRESENT})])
+    assert not only_frames_bugs([step(**{"no-such-bug": PRESENT})])
+    assert not only_frames_bugs([step()])  # an xfail no known bug explains: not vouched for

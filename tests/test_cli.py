@@ -9,7 +9,7 @@ import shlex
 
 import pytest
 
-from harness import cli, launcher
+from harness import cli, concurrency, launcher
 from harness.runtime import LaunchError
 
 # The modes issue 19 asks the front door to list; more may come, none may go.
@@ -124,3 +124,17 @@ def test_export_needs_a_series_directory() -> None:
     assert str(refused.value) == "export needs --series DIR"
     args, extra = cli.parse(["export", "--series", "d", "--ovs-src", "s"])
     assert (args.series, args.ovs_src, extra) == ("d", "s", [])
+
+
+@pytest.mark.parametrize("mode,args,expect", [
+    ("suite", ["-q"], ["-n", "auto", "-q"]),
+    ("test", ["cases/test_basic.py"], ["-n", "auto", "cases/test_basic.py"]),
+    ("suite", ["-n", "0", "-q"], ["-n", "0", "-q"]),  # serial
+    ("suite", ["-n4"], ["-n4"]),
+    ("suite", ["-p", "no:xdist"], ["-p", "no:xdist"]),
+    ("suite", ["cases/test_basic.py::test_receive"], ["cases/test_basic.py::test_receive"]),
+    ("suite", ["--collect-only"], ["--collect-only"]),
+    ("perf", ["-q"], ["-q"]), ("coverage", ["-q"], ["-q"]), ("flaky", ["-q"], ["-q"])])
+def test_modes_run_concurrently_unless_the_arguments_choose(mode: str, args: list[str],
+                                                            expect: list[str]) -> None:
+    assert concurrency.with_default(mode, args) == expect

@@ -35,3 +35,28 @@ def test_frames_of_a_binary_with_debug_info_get_function_and_line(tmp_path: Path
               .split(" T boom")[0].split()[-1], 16)
     out = symbolize([f"{exe}(+{off:#x}) [0x1234]"])
     assert "boom at" in out[0] and "crash.c:1" in out[0]
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+def test_gdb_asked_once_per_binary_and_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A known bug's crash repeats id after id with the same frames: gdb (about a
+    # second of CPU) is asked once, also where it knows no line; a rebuilt
+    # binary (another size or mtime) is asked afresh.
+    exe = tmp_path / "daemon"
+    shutil.copy(shutil.which("true") or "/bin/true", exe)
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counting_run(argv: list[str], **kwargs: object) -> object:
+        calls.append(argv)
+        return real_run(argv, **kwargs)  # type: ignore[call-overload]
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    frames = [f"{exe}(+0x1000) [0x1234]", f"{exe}(+0x1010) [0x1244]"]
+    first = symbolize(frames)
+    assert symbolize(frames) == first and len(calls) == 1
+    assert symbolize(frames[:1] + [f"{exe}(+0x1020) [0x1254]"]) and len(calls) == 2
+    assert "0x1020" in " ".join(calls[1]) and "0x1000" not in " ".join(calls[1])
+    with exe.open("ab") as f:
+        f.write(b"\0")
+    symbolize(frames)
+    assert len(calls) == 3

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import flakiness, flaky, launcher
+from harness import concurrency, flakiness, flaky, launcher
 from harness.flakiness import Outcome, Run, classify, failure_message
 from harness.records import CaseRecord, RunRecord
 from harness.shuffle import shuffle_tree
@@ -205,13 +205,16 @@ def test_shuffle_is_the_seeds_and_moves_modules_and_ids() -> None:
 # --- the driver --------------------------------------------------------------------
 
 def test_plans_alternate_the_load_under_stress() -> None:
+    auto = concurrency.AUTO
     options = flaky.Options(runs=4, stress=True, seed=10)
-    assert [(p.index, p.seed, p.load, p.workers) for p in flaky.plan(options, ["cases"])] == [
-        (0, 10, "calm", 0), (1, 11, "hogs", 0), (2, 12, "hogs+n2", 2), (3, 13, "hogs", 0),
-        (4, 14, "hogs+n2", 2)]
-    assert [p.load for p in flaky.plan(flaky.Options(2, False, 10), [])] == ["calm", "calm"]
-    own = flaky.plan(options, ["cases", "-n", "3"])
-    assert {p.workers for p in own} == {-1} and "hogs+n2" not in {p.load for p in own}
+    assert [(p.index, p.seed, p.load, p.workers, p.scale) for p in flaky.plan(options, ["cases"])] == [
+        (0, 10, "calm", auto, 1), (1, 11, "hogs", auto, 1), (2, 12, "hogs+2x", auto, 2),
+        (3, 13, "hogs", auto, 1), (4, 14, "hogs+2x", auto, 2)]
+    assert [(p.load, p.workers) for p in flaky.plan(flaky.Options(2, False, 10), [])] == [
+        ("calm", auto), ("calm", auto)]
+    for chosen in (["cases", "-n", "3"], ["-n0"], ["-p", "no:xdist"]):
+        own = flaky.plan(options, chosen)
+        assert {p.workers for p in own} == {-1} and {p.load for p in own} == {"calm", "hogs"}
 
 
 def test_the_sealed_command_wraps_pytest_in_hogs_only_under_stress() -> None:
@@ -222,6 +225,13 @@ def test_the_sealed_command_wraps_pytest_in_hogs_only_under_stress() -> None:
     assert env == {"OVSTEST_SHUFFLE_SEED": "11", "OVSTEST_SHUFFLE_ORDER": "/src/out/run-01/order.json"}
     argv, _ = flaky.command(flaky.Plan(2, 12, "hogs+n2", 2), ["-m", "pytest"], Path("/o"), 2)
     assert argv[:5] == ["sh", "-c", flaky.HOGS, "hogs", "2"] and argv[-2:] == ["-n", "2"]
+    argv, _ = flaky.command(flaky.Plan(1, 11, "calm", concurrency.AUTO), ["-m", "pytest"], Path("/o"), 2)
+    assert argv[-2:] == ["-n", "auto"]
+    argv, _ = flaky.command(flaky.Plan(2, 12, "hogs+2x", concurrency.AUTO, 2), ["-m", "pytest"],
+                            Path("/o"), 2)
+    assert argv[-4:] == ["-n", "auto", "--auto-scale", "2"]
+    argv, _ = flaky.command(flaky.Plan(1, 11, "hogs", 0), ["-m", "pytest"], Path("/o"), 2)
+    assert "-n" not in argv  # 0: one id after another
 
 
 @pytest.mark.parametrize("runs,seed,message", [
@@ -287,3 +297,4 @@ def test_a_run_pytest_refused_stops_the_hunt_with_its_error_line(tmp_path: Path)
                        "unrecognized arguments: --bogus"):
         flaky.drive(flaky.Options(2, False, 7), ["-m", "pytest"], tmp_path, tmp_path,
                     fake_seal([{A: "passed"}], code=4))
+

@@ -14,6 +14,7 @@ from scapy.packet import Packet as ScapyPacket
 from scapy.packet import Raw
 
 from datapath import model
+from datapath.model import hooks
 from datapath.model.actions import output
 from datapath.model.conntrack import Conntrack, Ct, CtClear, CtCommitDnat, Key, Nat, state_text
 from datapath.offloads import CsumState, RxFlags, TxOffloads
@@ -290,8 +291,9 @@ def test_a_natted_packet_keeps_its_connection_in_a_later_ct() -> None:
     assert out.frames[0] == tcp(A, B)
     assert len(ct.conns) == 1 and ct.conns[0].mark == 0xAC
     assert ct.last.text == "+new+trk+dnat"
-    # A new zone is another table: there the translated packet opens its own.
-    model.forward(tcp(A, "172.1.1.3", dport=8080),
+    # A new zone is another table: there the translated packet opens its own
+    # (another client port: the first connection holds B:80 -> A's port).
+    model.forward(tcp(A, "172.1.1.3", sport=40001, dport=8080),
                   [Ct(ct, commit=True, nat=Nat.of("dst", B, 80)), Ct(ct, zone=2, commit=True)],
                   TxOffloads())
     assert [c.zone for c in ct.conns] == [0, 0, 2]
@@ -311,3 +313,69 @@ def test_an_echo_identifier_may_be_mapped_into_a_port_range() -> None:
     pong = frame(IP(src=B, dst=NAT_ADDR) / ICMP(type=0, id=20000, seq=1) / Raw(b"ping"))
     assert run(ct, pong, Ct(ct, nat=Nat())) == \
         ("+est+rpl+trk+dnat", frame(IP(src=B, dst=A) / ICMP(type=0, id=7, seq=1) / Raw(b"ping")))
+
+
+def sent(ct: Conntrack, data: bytes, *actions: Ct) -> list[bytes]:
+    """The frames that leave p2 after the actions (none if they dropped it): the
+    model alone, without the known-bug layer the suite installs."""
+    with hooks.observing(hooks.Observer()):
+        return model.forward(data, [*actions, output("p2")], TxOffloads()).frames
+
+
+def test_an_snat_range_without_a_free_mapping_drops_the_new_connection() -> None:
+    """RFC 5508 REQ-8: a NAT that cannot set up a session drops the packet; with a
+    port range there is no fallback (ovs-actions(7)).  The negative control: a
+    second port in the range takes the second connection."""
+    one = Nat.of("src", NAT_ADDR, 34568)
+    ct = Conntrack()
+    assert sent(ct, udp(sport=1001), Ct(ct, commit=True, nat=one)) == \
+        [udp(NAT_ADDR, sport=34568)]
+    assert sent(ct, udp(sport=1002), Ct(ct, commit=True, nat=one)) == []
+    assert len(ct.conns) == 1
+    two = Nat.of("src", NAT_ADDR, (34568, 34569))
+    ct = Conntrack()
+    sent(ct, udp(sport=1001), Ct(ct, commit=True, nat=two))
+    assert sent(ct, udp(sport=1002), Ct(ct, commit=True, nat=two)) == \
+        [udp(NAT_ADDR, sport=34569)]
+
+
+def test_an_snat_without_a_port_range_falls_back_to_another_port() -> None:
+    """ovs-actions(7): without a port range, fallback to ephemeral ports happens:
+    two hosts' connections from one port to one server share the address."""
+    nat = Nat.of("src", NAT_ADDR)
+    ct = Conntrack()
+    sent(ct, udp(sport=1001), Ct(ct, commit=True, nat=nat))
+    out = sent(ct, udp("10.1.1.3", sport=1001), Ct(ct, commit=True, nat=nat))
+    assert len(out) == 1 and len(ct.conns) == 2
+    assert ct.conns[1].reply.dst == NAT_ADDR and ct.conns[1].reply.dport != 1001
+
+
+def test_a_nat_commit_over_a_limit_drops_the_packet() -> None:
+    """ct-set-limits / ct-set-maxconns: the commit is refused, and with NAT the
+    packet has no session: dropped.  Other zones (the zone limit) are not held
+    back; without NAT the model does not say what becomes of the packet."""
+    nat = Nat.of("src", NAT_ADDR)
+    ct = Conntrack(limits={1: 1})
+    assert sent(ct, udp(sport=1001), Ct(ct, zone=1, commit=True, nat=nat))
+    assert sent(ct, udp(sport=1002), Ct(ct, zone=1, commit=True, nat=nat)) == []
+    assert sent(ct, udp(sport=1002), Ct(ct, zone=2, commit=True, nat=nat))
+    ct = Conntrack(max_conns=1)
+    assert sent(ct, udp(sport=1001), Ct(ct, zone=1, commit=True, nat=nat))
+    assert sent(ct, udp(sport=1002), Ct(ct, zone=2, commit=True, nat=nat)) == []
+    with pytest.raises(NotImplementedError):
+        sent(ct, udp(sport=1003), Ct(ct, zone=2, commit=True))
+
+
+def test_the_known_bug_layer_forwards_a_refused_nat_untranslated() -> None:
+    """The deviation layer (datapath/deviations/) answers the model's hook: OVS
+    4.0.0 forwards the packet as it came and the expectation names the entry."""
+    from datapath.deviations.observer import OvsObserver
+    from datapath.model.bugs import CT_NAT_UNTRANSLATED
+    one = Nat.of("src", NAT_ADDR, 34568)
+    ct = Conntrack()
+    with hooks.observing(OvsObserver()):
+        sent(ct, udp(sport=1001), Ct(ct, commit=True, nat=one))
+        out = model.forward(udp(sport=1002), [Ct(ct, commit=True, nat=one), output("p2")],
+                            TxOffloads())
+    assert out.frames == [udp(sport=1002)] and out.bugs == [CT_NAT_UNTRANSLATED]
+    assert ct.last.text == "+new+trk" and len(ct.conns) == 1

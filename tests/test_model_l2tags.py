@@ -102,3 +102,23 @@ def test_mask_lse_hides_tc_and_ttl_only() -> None:
 def test_decap_refuses_a_tagged_frame() -> None:
     with pytest.raises(ValueError, match="tagged"):
         run(run(b(PING), [PushVlan(0x8100, 5)]), [Decap()])
+
+
+def test_the_known_bug_layer_reuses_a_one_tag_flow_only_for_the_same_outer_tag() -> None:
+    """datapath/deviations/vlan.py: OVS 4.0.0 forwards a frame with two tags by the
+    flow of the same frame with one (vlan-second-tag-wildcarded), with two headers
+    parsed only; not with vlan-limit 1, nor for another outer tag or payload."""
+    import struct as st
+
+    from datapath.deviations.vlan import follows_one_tag_flow
+    from datapath.model.bugs import VLAN_SECOND_TAG_WILDCARDED
+    base = bytes(12) + b"\x08\x00" + bytes(28)
+
+    def tag(frame: bytes, tpid: int, vid: int) -> bytes:
+        return frame[:12] + st.pack("!HH", tpid, vid) + frame[12:]
+    one = tag(base, 0x88A8, 4094)
+    two = one[:16] + st.pack("!HH", 0x8100, 100) + one[16:]
+    assert follows_one_tag_flow(one, two, 2) is VLAN_SECOND_TAG_WILDCARDED
+    assert follows_one_tag_flow(one, two, 1) is None
+    assert follows_one_tag_flow(tag(base, 0x88A8, 4093), two, 2) is None
+    assert follows_one_tag_flow(one, two[:-1] + b"\x01", 2) is None

@@ -214,11 +214,22 @@ def _probe(request):
 ''')
     pytester.makepyfile(test_inner=INNER_TESTS)
     result = pytester.runpytest_subprocess("-p", "reports.plugin", "-p", "no:cacheprovider",
-                                           "-p", "xdist", "-n", "2", "--report-all-cases")
+                                           "-p", "xdist", "-p", "fixtures.shard",
+                                           "-p", "fixtures.schedule", "-n", "2",
+                                           "--report-all-cases")
     results = pytester.path / "reports" / "out" / "results.json"
     run = RunRecord.load(str(results))
     nodeids = [case.nodeid for case in run.cases]
     assert len(nodeids) == 11 and len(set(nodeids)) == 11, nodeids
+    # Listed in the collection's order, whichever worker finished first; each
+    # case says where and when it ran.
+    collected = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider").outlines
+    assert nodeids == [line for line in collected if "::" in line]
+    assert all(c.worker in ("gw0", "gw1") and c.started > 0 for c in run.cases)
+    # fixtures/schedule.py's units: no id was timed, so six (of UNTIMED_SECONDS
+    # each) make a unit, and a unit runs on one worker.
+    workers = [c.worker for c in run.cases]
+    assert len(set(workers[:6])) == 1 and len(set(workers[6:])) == 1
     cases = _outcomes(results)
     assert cases["test_fail"].outcome == "failed" and cases["test_xfail"].outcome == "xfailed"
     assert cases["test_evidence[off]"].commands[0].stdout == "4.0.0"  # all cases kept whole

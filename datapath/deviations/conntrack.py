@@ -2,12 +2,21 @@
 
 The model (datapath/model/conntrack.py) says what a correct tracker does; this
 layer names the catalogue entries where OVS is known to differ, for the cases
-that run conntrack (cases/test_conntrack_offload.py), which ask it per packet.
+that run conntrack (cases/test_conntrack_offload.py), which ask it per packet,
+and answers the model's hook for a refused commit (datapath/model/hooks.py),
+which the system tests' judge (fixtures/system_ct.py CtWire) replays with and
+without this layer.
 """
 from __future__ import annotations
 
 from datapath.model import csum
-from datapath.model.bugs import CT_ICMP6_NAT_CONN_PROTO, CT_TCP_SYN_SENT_REPLY, L4_PARTIAL_NOT_TCP_UDP, OvsBug
+from datapath.model.bugs import (
+    CT_ICMP6_NAT_CONN_PROTO,
+    CT_NAT_UNTRANSLATED,
+    CT_TCP_SYN_SENT_REPLY,
+    L4_PARTIAL_NOT_TCP_UDP,
+    OvsBug,
+)
 from datapath.model.conntrack import EST, RPL, TRK, Result
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.offloads import RxFlags
@@ -82,3 +91,13 @@ def ovs_frame(sent: bytes, correct: bytes, res: Result,
                                          value.to_bytes(2, "big")))
     out.put16(field, value)
     return CT_ICMP6_NAT_CONN_PROTO, bytes(out.data)
+
+
+def refused_commit(why: str) -> OvsBug:
+    """What OVS does with a packet whose ct(commit,nat(...)) the tracker refused
+    (a zone or connection limit, no free mapping in the range; `why`), where
+    the model drops it: conn_not_found() returns no connection, the packet
+    keeps its +trk+new and its bytes, and every action after the ct applies to
+    it as it came (CT_NAT_UNTRANSLATED)."""
+    del why  # every way in ends the same
+    return CT_NAT_UNTRANSLATED

@@ -161,10 +161,16 @@ def _l4_with_proto(pkt: Packet, lay: Layer, proto: int) -> None:
 
 def _tunnel_csum_shortcut(pkt: Packet, slots: list[str]) -> bool:
     """Whether OVS computes the outer UDP checksum of this packet by its
-    nested-checksum shortcut (packets.c packet_udp_tunnel_csum())."""
+    nested-checksum shortcut (packets.c packet_udp_tunnel_csum()).  Only a
+    packet that stays a tunnel one at send gets there: dp_packet_ol_send_prepare()
+    drops the tunnel flags of one with no inner checksum pending and no
+    segment size, and then completes the outer UDP checksum over the bytes."""
     inn = pkt.inner
-    return (pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots and inn is not None
-            and inn.l4 is not None and inn.l4_csum.valid
+    if inn is None or inn.l4 is None:
+        return False
+    pending = inn.l4_csum is CsumState.PARTIAL or (inn.ipv == 4 and inn.ip_csum is CsumState.PARTIAL)
+    return (pkt.tunnel in ("vxlan", "geneve") and "outer.UDP" in slots
+            and (pending or bool(pkt.tso_segsz)) and inn.l4_csum.valid
             and (inn.proto == PROTO_TCP
                  or (inn.proto == PROTO_UDP and pkt.u16(inn.l4_csum_ofs) != 0)))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from datapath.deviations import egress, truncation
+from datapath.deviations import conntrack, egress, truncation
 from datapath.deviations.state import ovs_bytes, record_change, state
 from datapath.model import csum, gso, hooks
 from datapath.model.bugs import GRE_CSUM_AT_PUSH, GSO_CWR_EVERY_SEGMENT, IPV4_LATER_FRAGMENT, OvsBug
@@ -92,6 +92,9 @@ class OvsObserver(hooks.Observer):
 
     def crashes(self, pkt: Packet, tx: TxOffloads) -> None:
         egress.check_crashes(pkt, tx)
+
+    def ct_commit_refused(self, pkt: Packet, why: str) -> Known | None:
+        return conntrack.refused_commit(why)
 
 
 def _keep_cwr(pkt: Packet) -> None:

@@ -164,6 +164,8 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
         elif isinstance(action, Output):
             # Output to a tunnel port works on a clone: (cut,) push(es), then the underlay.
             for pkt in pkts:
+                if pkt.dropped:
+                    continue
                 clones = [pkt.copy()]
                 clones[0].notes = pkt.notes
                 if cut is not None:
@@ -176,7 +178,11 @@ def forward(frame: bytes, actions: list[Action], tx: TxOffloads,
             pushes, cut = [], None
         else:
             for pkt in pkts:
-                action.apply(pkt)
+                if not pkt.dropped:
+                    action.apply(pkt)
+    for pkt in pkts:
+        if pkt.dropped:
+            out.notes += pkt.notes
     return out
 
 

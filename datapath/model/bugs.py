@@ -22,8 +22,11 @@ VALIDATED_ON = "4.0.0"
 # a standard or from OVS's documentation that OVS may keep by design; or latent,
 # where no real port produces the input (only netdev-dummy's options reach it).
 CLASSES = ("bug", "by-design", "latent")
-SEVERITIES = ("crash", "hangs the daemon", "corrupts data on the wire", "loses packets",
-              "wrong counters", "cosmetic")
+SEVERITIES = ("crash", "hangs the daemon", "breaks isolation", "corrupts data on the wire",
+              "loses packets", "wrong counters", "cosmetic")
+# "breaks isolation": a packet leaves where the flow table keeps it out, or with
+# what the flow table takes away (its untranslated addresses out of a NAT, a
+# frame into another VLAN domain): what the table's author relied on for security.
 # Real port kinds; "any" for an input every kind can carry.
 PORT_KINDS = ("tap", "veth", "vhost-user", "afxdp", "dpdk", "any")
 
@@ -103,7 +106,7 @@ class OvsBug(_Record):
     kinds and root-cause group; for a crash, the log line that proves it."""
 
     __slots__ = ("key", "title", "where", "cls", "severity", "real_ports", "root_cause",
-                 "why", "crash", "signature", "seen_in")
+                 "why", "crash", "signature", "seen_in", "frames_only")
     key: str
     title: str
     where: str
@@ -117,15 +120,22 @@ class OvsBug(_Record):
     # this abort counts as the known bug (any other death stays a failure).
     signature: str
     seen_in: tuple[str, ...]  # OVS releases it was confirmed on
+    # Its whole effect is in the bytes of the frames OVS sends (a checksum or a
+    # field wrong, a frame not sent): nothing OVS keeps (flows, caches, conntrack
+    # entries, sequence numbers, memory, the daemon's health) differs from a run
+    # without it, so a shared rig that showed only such bugs serves the next id
+    # (fixtures/case_scope.py).  Never for a crash.
+    frames_only: bool
 
     def __init__(self, key: str, title: str, where: str, *, cls: str, severity: str,
                  real_ports: tuple[RealPort, ...], root_cause: str, why: str = "",
                  crash: bool = False, signature: str = "",
-                 seen_in: tuple[str, ...] = (VALIDATED_ON,)) -> None:
+                 seen_in: tuple[str, ...] = (VALIDATED_ON,), frames_only: bool = False) -> None:
         for name, value in (("key", key), ("title", title), ("where", where), ("cls", cls),
                             ("severity", severity), ("real_ports", real_ports),
                             ("root_cause", root_cause), ("why", why), ("crash", crash),
-                            ("signature", signature), ("seen_in", seen_in)):
+                            ("signature", signature), ("seen_in", seen_in),
+                            ("frames_only", frames_only)):
             object.__setattr__(self, name, value)
 
     def reason(self) -> str:
@@ -153,6 +163,7 @@ GRE_CSUM_AT_PUSH = OvsBug(
     "lib/netdev-native-tnl.c netdev_gre_push_header(), lib/dp-packet-gso.c "
     "dp_packet_gso_update_segment()",
     cls="bug", severity="corrupts data on the wire", root_cause="gre-csum-at-push",
+    frames_only=True,
     real_ports=(RealPort("veth", LINUX_PARTIAL + ", NATed (mod_nw_dst) and pushed into GRE "
                          "with csum", "--backend tap cases/test_edges.py::"
                          "test_l4_partial_into_tunnel[udp_odd-in4-gre-ul4-csum_on]"),
@@ -242,6 +253,7 @@ TSO_EMPTY_TUNNEL_CSUM = OvsBug(
     "lib/packets.c packet_udp_tunnel_csum(): recalc_csum16(udp_csum, payload_len, "
     "tso_segsz) with payload_len 0 (dp_packet_gso_nr_segs() is 0, so the assert holds)",
     cls="bug", severity="corrupts data on the wire", root_cause="tso-segsz-unsegmented",
+    frames_only=True,
     real_ports=(RealPort(
         "vhost-user", "from the sources: a guest's TSO packet without TCP payload (a bare "
         "ACK with gso_size), which DPDK 25.11's vhost library passes on; no case here: "
@@ -260,6 +272,7 @@ IPV4_HEADER_ONLY = OvsBug(
     "(RFC 791 §3.1: every IPv4 header carries a correct checksum)",
     "lib/dp-packet.h dp_packet_ip_set_header_csum(): computes only if ip_hdr_len < l3 size",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv4-header-only-csum",
+    frames_only=True,
     real_ports=(RealPort(
         "dpdk", "an ethdev that validates IPv4 header checksums on rx (net_tap, NICs): "
         "RX_IP_CKSUM_GOOD, then mod_nw_src/mod_nw_dst makes the checksum pending, out of a "
@@ -275,6 +288,7 @@ GSO_CWR_EVERY_SEGMENT = OvsBug(
     "reduction; Linux GSO and NIC TSO clear it on the others)",
     "lib/dp-packet-gso.c dp_packet_gso_update_segment(): clears only PSH and FIN",
     cls="latent", severity="corrupts data on the wire", root_cause="gso-cwr-every-segment",
+    frames_only=True,
     real_ports=(),
     why="no real port hands OVS a TSO packet with CWR set: netdev-linux refuses a "
         "VIRTIO_NET_HDR_GSO_ECN gso_type (ENOTSUP), its tap offload request has no "
@@ -297,6 +311,7 @@ IPV6_EXT_PSEUDO_HEADER = OvsBug(
     "with extension headers fails the check and is dropped) and lib/netdev-linux.c "
     "netdev_linux_prepend_vnet_hdr() (the checksum seed a Linux port completes)",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv6-ext-pseudo-header",
+    frames_only=True,
     real_ports=(RealPort("veth", LINUX_PARTIAL + ", over IPv6 with an extension header "
                          "(e.g. destination options), out of a port without L4 checksum "
                          "offload (here: pushed into GRE)", "--backend tap cases/test_edges.py::"
@@ -318,6 +333,7 @@ IPV4_LATER_FRAGMENT = OvsBug(
     "lib/packets.c packet_set_ipv4_addr(): checks ip_proto and the L4 size, not the "
     "fragment offset",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv4-later-fragment-rewrite",
+    frames_only=True,
     real_ports=(RealPort("any", "a later IPv4 fragment, whose L4 checksum state no port "
                          "claims, under mod_nw_src/mod_nw_dst (NAT of fragmented traffic); "
                          "here from a veth into VXLAN",
@@ -385,6 +401,7 @@ TRUNC_PENDING_CSUM = OvsBug(
     "dp_packet_ol_send_prepare() then completes the checksum over what is left "
     "(lib/packets.c packet_{tcp,udp}_complete_csum())",
     cls="by-design", severity="cosmetic", root_cause="cutlen-keeps-offload-flags",
+    frames_only=True,
     real_ports=(RealPort("veth", "a Linux sender's UDP checksum left to the NIC "
                          "(system-traffic.at's truncate test, tso flavour)",
                          "--backend tap cases/test_system_traffic_truncate.py::"
@@ -422,6 +439,7 @@ TRUNC_TUNNEL_OUTER_CSUM = OvsBug(
     "branch reads udp_csum unchecked; packet_{tcp,udp}_complete_csum() take the L4 size "
     "left",
     cls="bug", severity="corrupts data on the wire", root_cause="cutlen-keeps-offload-flags",
+    frames_only=True,
     real_ports=(RealPort("veth", "a Linux sender's TCP/UDP checksum left to the NIC, "
                          "output with max_len into VXLAN/Geneve with csum: cut in or before "
                          "the inner L4 header, or over IPv6 out of a port without outer UDP "
@@ -517,6 +535,7 @@ CT_ICMP6_NAT_CONN_PROTO = OvsBug(
     "packet_set_ipv6_addr(), whose packet_update_csum128() then treats the ICMPv6 "
     "header as TCP/UDP; nat_inner_packet() rewrites only the translated inner fields",
     cls="bug", severity="corrupts data on the wire", root_cause="ct-nat-ipv6-conn-proto",
+    frames_only=True,
     real_ports=(RealPort("any", "an ICMPv6 error (e.g. Packet Too Big, RFC 8201 path MTU "
                          "discovery) from the server of a DNATed IPv6 TCP connection",
                          "cases/test_conntrack_offload.py::test_conntrack_offload"
@@ -533,6 +552,7 @@ TUNNEL_CSUM_TRUSTS_RX_GOOD = OvsBug(
     "checksum it recomputes in place of the one in the packet, and no inner IPv4 header "
     "whose checksum is flagged valid",
     cls="latent", severity="wrong counters", root_cause="tunnel-csum-trusts-rx-flags",
+    frames_only=True,
     real_ports=(),
     why="no real port flags a wrong checksum good: DPDK 25.11's vhost library never marks "
         "one good (lib/vhost/virtio_net.c vhost_dequeue_offload(): RX_IP_CKSUM_UNKNOWN, and "
@@ -560,8 +580,61 @@ REVALIDATOR_RESUME_UNPAUSED = OvsBug(
                          "cleanup step, or a second resume after one pause)",
                          "cases/test_flows.py::test_revalidator_resume_without_pause"),))
 
+CT_NAT_UNTRANSLATED = OvsBug(
+    "ct-nat-untranslated",
+    "a ct(commit,nat(src=...|dst=...)) whose connection the tracker cannot set up (no free "
+    "address and port left in the range, the zone's limit or the datapath's connection limit "
+    "reached) lets the packet go on as it came: with its original addresses and ports, "
+    "uncommitted (+trk+new), out of every action after it.  A NAT bypass: once a range is "
+    "exhausted or a zone full, the hosts behind the NAT reach the other side with their "
+    "internal addresses (RFC 5508 REQ-8: a NAT that cannot establish a session for a new flow "
+    "drops the packet; the Linux kernel datapath drops it)",
+    "lib/conntrack.c conn_not_found(): the zone-limit (conntrack_zone_full), connection-limit "
+    "(conntrack_full) and nat_res_exhaustion paths return NULL after the packet was marked "
+    "CS_NEW, and process_one() then writes +trk+new; nothing drops the packet",
+    cls="bug", severity="breaks isolation", root_cause="ct-nat-failure-forwards",
+    real_ports=(RealPort("veth", "a host behind the SNAT (at_ns0, TCP through curl) opening a "
+                         "connection while the one address and port of nat(src=...:PORT) is "
+                         "taken (system-traffic.at's exhaustion test, judged)",
+                         "--backend tap cases/test_system_ct_nat.py::"
+                         "test_snat_port_range_exhaustion[userspace]"),
+                RealPort("veth", "a host behind the SNAT sending UDP from more source ports "
+                         "than the zone's limit (ct-set-limits) admits connections",
+                         "--backend tap cases/test_system_ct_limits.py::"
+                         "test_nat_commit_refused[zone_limit-userspace]"),
+                RealPort("veth", "the same over the datapath's connection limit "
+                         "(ct-set-maxconns)",
+                         "--backend tap cases/test_system_ct_limits.py::"
+                         "test_nat_commit_refused[maxconns-userspace]"),
+                RealPort("any", "any port: the trigger is the number of connections a tenant "
+                         "opens, which any sender controls, remote hosts included for a DNAT "
+                         "(sources: conn_not_found() does not look at the port)")))
+
+VLAN_SECOND_TAG_WILDCARDED = OvsBug(
+    "vlan-second-tag-wildcarded",
+    "with other_config:vlan-limit 0 or 2, the datapath flow made for a frame with one VLAN "
+    "tag does not match on the absence of a second one, so a frame with two tags and the "
+    "same outer tag follows it: a table that pops the outer tag and forwards by what is "
+    "under it (dl_vlan, vlan_tci=0) sends the double-tagged frame where the single-tagged "
+    "one went, into another VLAN domain (vswitch.xml vlan-limit: up to two headers are "
+    "matched; ovs-actions(7) pop_vlan; a datapath flow must give every packet it matches "
+    "what the OpenFlow tables give it)",
+    "lib/flow.c flow_pop_vlan() (no mask on the tag after the last one it counted), "
+    "ofproto/ofproto-dpif-xlate.c xlate_wc_finish() (clears the mask of every tag the "
+    "packet lacks) and lib/odp-util.c parse_8021q_onward() (a mask without the next tag's "
+    "VLAN attribute leaves it wildcarded, where the first level means 'no tag')",
+    cls="bug", severity="breaks isolation", root_cause="vlan-absent-tag-unmasked",
+    real_ports=(RealPort("veth", "a host sending a frame with an S-tag only, then one with "
+                         "the same S-tag and a C-tag, into a port whose table pops the S-tag "
+                         "and forwards by the C-tag",
+                         "--backend tap cases/test_system_traffic_8021ad.py::"
+                         "test_one_tag_then_two_under_it[vlan_limit_2-userspace]"),
+                RealPort("any", "any port that carries tagged frames (sources: the megaflow "
+                         "is made in ofproto, whichever port the frame came in by)")))
+
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT,
        IPV4_HEADER_ONLY, GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT,
        GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED, TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM,
        TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH, TRUNC_CSUM_PAST_END, CT_TCP_SYN_SENT_REPLY,
-       CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD, REVALIDATOR_RESUME_UNPAUSED)
+       CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD, REVALIDATOR_RESUME_UNPAUSED,
+       CT_NAT_UNTRANSLATED, VLAN_SECOND_TAG_WILDCARDED)

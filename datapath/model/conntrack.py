@@ -72,6 +72,25 @@ NAT (ovs-actions(7) `nat`; RFC 4787, RFC 5382, RFC 5508):
   tracking context").
 - A related ICMP error travels in the direction opposite to the packet it
   embeds (RFC 5508 4.2, RFC 5382 7.1): the embedded packet's key is reversed.
+- A mapping is the connection's reply tuple, and no two connections of a zone
+  share one: the replies could not tell them apart (RFC 4787 4.1, RFC 3022
+  2.2).  An SNAT whose mappings are all taken falls back to another port
+  when it has no port range, and has none for a new connection when it has
+  one (ovs-actions(7): "When a port range is specified, fallback to
+  ephemeral ports does not happen, else, it will"): its commit is refused.
+  How a DNAT collision is resolved is not documented (the model does not say).
+- Limits (ovs-dpctl(8) ct-set-limits: "the maximum allowed number of
+  connections in a connection tracking zone", 0 unlimited, a default for the
+  zones without one; ct-set-maxconns: "the maximum limit of connection tracker
+  entries"): a commit over a limit is refused.
+- A commit with nat(src=...) or nat(dst=...) that is refused leaves the packet
+  with no NAT session: "When a NAT device is unable to establish a NAT Session
+  for a new transport-layer (TCP, UDP, ICMP, etc.) flow due to resource
+  constraints or administrative restrictions, the NAT device SHOULD send an
+  ICMP destination unreachable message ... and drop the original packet"
+  (RFC 5508 REQ-8): the packet is dropped (the ct action sends no ICMP: an
+  action of the flow table would).  What becomes of a packet whose commit
+  without NAT a limit refuses is documented nowhere: the model does not say.
 - How the packet's bytes are rewritten to that (addresses, ports, a related
   error's embedded headers, the checksums) is datapath/model/ct_nat.py's.
 """
@@ -82,7 +101,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from datapath.model import csum, ct_nat
+from datapath.model import csum, ct_nat, hooks
 from datapath.model.actions import Action
 from datapath.model.packet import (
     IPV6_AH,
@@ -241,6 +260,10 @@ class Conntrack:
     # (zone, original key) -> the (address, port) a NAT range gave it, as observed.
     pins: dict[tuple[int, Key], tuple[str, int]] = field(default_factory=dict)
     results: list[Result] = field(default_factory=list)  # every ct action's, in order
+    # ct-set-limits: zone -> limit, and the default of the zones without one (0: none).
+    limits: dict[int, int] = field(default_factory=dict)
+    default_limit: int = 0
+    max_conns: int | None = None  # ct-set-maxconns
 
     @property
     def last(self) -> Result:
@@ -394,7 +417,9 @@ class Conntrack:
 
     # -- commit --------------------------------------------------------------
 
-    def commit(self, res: Result, nat: Nat | None, force: bool) -> None:
+    def commit(self, res: Result, nat: Nat | None, force: bool) -> str:
+        """Commit the packet's connection; "" if committed (or it was), else why
+        the tracker refused it (a limit reached, no free mapping)."""
         assert res.conn is not None and res.key is not None
         if force and res.reply and not res.related:
             self.conns.remove(res.conn)
@@ -403,23 +428,57 @@ class Conntrack:
             res.reply, res.state = False, TRK | NEW
         conn = res.conn
         if conn.committed:
-            return
-        if nat is not None and nat.all_zero and not any(
-                c.zone == conn.zone and conn.reply in (c.orig, c.reply) for c in self.conns):
+            return ""
+        refused = self.over_limit(conn.zone)
+        if refused:
+            return refused
+        if nat is not None and nat.all_zero and not self._taken(conn.zone, conn.reply):
             nat = None  # nat(src=0.0.0.0) without a collision: no SNAT (ovs-actions(7))
         if nat is not None and nat.kind:
-            choices = nat.candidates(conn.orig)
-            addr, port = self.pins.get((conn.zone, conn.orig), choices[0])
-            if (addr, port) not in choices:
-                raise ValueError(f"model: pinned {addr}:{port} is not in {nat.ofctl()}")
             o = conn.orig
-            new = (Key(addr, o.dst, o.proto, port, o.dport) if nat.kind == "src"
-                   else Key(o.src, addr, o.proto, o.sport, port))
-            if o.proto in ICMP_ECHO:  # one identifier both ways
-                new = new._replace(sport=port, dport=port)
-            conn.nat, conn.reply = nat.kind, new.reversed()
+            free = [c for c in nat.candidates(o)
+                    if not self._taken(conn.zone, _mapped(o, nat, *c))]
+            if not free and nat.kind == "dst":
+                raise NotImplementedError(
+                    f"model: every mapping of {nat.ofctl()} is taken for {o}: how a datapath "
+                    "resolves a DNAT collision (another source port?) is documented nowhere")
+            if not free and nat.ports is None and not nat.all_zero:
+                # "When a port range is specified, fallback to ephemeral ports does not
+                # happen, else, it will" (ovs-actions(7)): any other port of the addresses.
+                free = [(a, port) for a, _ in nat.candidates(o) for port in range(1, 65536)
+                        if not self._taken(conn.zone, _mapped(o, nat, a, port))]
+            if not free:
+                return f"no mapping of {nat.ofctl()} is free for {o}"
+            addr, port = self.pins.get((conn.zone, o), free[0])
+            if (addr, port) not in free:
+                raise ValueError(f"model: pinned {addr}:{port} is not a free mapping of "
+                                 f"{nat.ofctl()}")
+            conn.nat, conn.reply = nat.kind, _mapped(o, nat, addr, port)
         conn.committed = True
         self.conns.append(conn)
+        return ""
+
+    def over_limit(self, zone: int) -> str:
+        """Why a new connection in `zone` is over a limit, or ""."""
+        limit = self.limits.get(zone, self.default_limit)
+        if limit and sum(c.zone == zone for c in self.conns) >= limit:
+            return f"zone {zone} holds its limit of {limit} connections"
+        if self.max_conns is not None and len(self.conns) >= self.max_conns:
+            return f"the tracker holds its maximum of {self.max_conns} connections"
+        return ""
+
+    def _taken(self, zone: int, reply: Key) -> bool:
+        """Whether a committed connection of `zone` has the tuple `reply` either way."""
+        return any(c.zone == zone and reply in (c.orig, c.reply) for c in self.conns)
+
+
+def _mapped(o: Key, nat: Nat, addr: str, port: int) -> Key:
+    """The reply key of connection `o` translated by `nat` to (addr, port)."""
+    new = (Key(addr, o.dst, o.proto, port, o.dport) if nat.kind == "src"
+           else Key(o.src, addr, o.proto, o.sport, port))
+    if o.proto in ICMP_ECHO:  # one identifier both ways
+        new = new._replace(sport=port, dport=port)
+    return new.reversed()
 
 
 def packet_key(data: bytes | bytearray, l3: int, ipv: int) -> Key:
@@ -491,7 +550,10 @@ class Ct(Action):
             # ICMP error is no connection of its own to commit.
             pkt.notes.append("conntrack: commit of a related ICMP error: nothing to commit")
         elif self.commit:
-            self.table.commit(res, self.nat, self.force)
+            refused = self.table.commit(res, self.nat, self.force)
+            if refused:
+                self._refused(pkt, refused)
+                return
             conn = res.conn
             assert conn is not None
             for attr, vm in (("mark", self.mark), ("label", self.label)):
@@ -508,6 +570,25 @@ class Ct(Action):
             res.state |= bits
             if not res.related:
                 pkt.ct_nat[self.zone] = (res.conn, res.reply, bits)
+
+
+    def _refused(self, pkt: Packet, why: str) -> None:
+        """The tracker refused the commit: with NAT, the packet has no session and
+        is dropped (RFC 5508 REQ-8); a layer above may say the datapath under
+        test forwards it instead (datapath/model/hooks.py)."""
+        if self.nat is None or not self.nat.kind:
+            raise NotImplementedError(f"model: a commit refused without NAT ({why}): what "
+                                      "becomes of the packet is documented nowhere")
+        bug = hooks.active().ct_commit_refused(pkt, why)
+        if bug is None:
+            pkt.dropped = True
+            pkt.notes.append(f"conntrack: zone {self.zone}: commit refused ({why}): no NAT "
+                             "session, the packet is dropped (RFC 5508 REQ-8)")
+            return
+        if bug not in pkt.bugs:
+            pkt.bugs.append(bug)
+        pkt.notes.append(f"conntrack: zone {self.zone}: commit refused ({why}); the datapath "
+                         f"under test forwards the packet untranslated (known: {bug.key})")
 
 
 def translate(pkt: Packet, res: Result) -> int:

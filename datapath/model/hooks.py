@@ -83,6 +83,14 @@ class Observer:
         known deviations that make it differ, and notes."""
         return {}, [], []
 
+    def ct_commit_refused(self, pkt: "Packet", why: str) -> Known | None:
+        """The tracker refused to commit the connection of a packet whose ct
+        action translates it (`why`: a limit reached, no free mapping): the
+        model drops it.  A layer above returns the known deviation under which
+        the datapath under test forwards it instead, as it came (untranslated,
+        uncommitted: +trk+new); None: it is dropped."""
+        return None
+
     def crashes(self, pkt: "Packet", tx: "TxOffloads") -> None:
         """The packet is about to be sent to a port with `tx` (or completed in
         software, with no offloads): a layer above may name an abort on

@@ -205,6 +205,9 @@ class Packet:
     # zone -> (connection, reply, snat/dnat bits) of the ct action that NATed
     # the packet in that zone (datapath/model/conntrack.py).
     ct_nat: dict[int, tuple[Any, bool, int]] = field(default_factory=dict)
+    # Set by an action after which nothing of the packet leaves (a ct commit with
+    # NAT that the tracker refused: datapath/model/conntrack.py).
+    dropped: bool = False
 
     @classmethod
     def parse(cls, frame: bytes) -> "Packet":
