@@ -175,7 +175,7 @@ def cover_letter(fixes: list[Fix], version: str) -> tuple[str, str]:
     """The cover letter's subject and blurb."""
     guarded = [f"  {n}/{len(fixes)} {f.subject}" for n, f in enumerate(fixes, 1) if disclosure(f)]
     security = ("Patches that fix bugs a guest or a remote host can trigger (a crash of\n"
-                "ovs-vswitchd) are listed below; per OVS's security process\n"
+                "ovs-vswitchd, a NAT bypass) are listed below; per OVS's security process\n"
                 "(Documentation/internals/security.rst) they go to security@openvswitch.org\n"
                 "first, with the disclosure notes in disclosures/, not to the public list:\n"
                 + "\n".join(guarded) + "\n") if guarded else ""
