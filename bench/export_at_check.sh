@@ -18,7 +18,7 @@
 #
 # --fixes: TREE is a pristine build of the OVS release the tests were exported
 # from.  Each test KEY.at is run on it as it is, then with the fix of its bug
-# applied: export/fixes/GROUP.patch (one per root-cause group) whose "Fixes:"
+# applied: export/fixes/GROUP.patch (one per root-cause group) whose "Bugs:"
 # line names KEY (a test without one, e.g. of a by-design entry, runs only
 # as given).  Each patch is applied to TREE's sources, the tree rebuilt
 # (make check does), its tests run, and the patch reverted (also on an
@@ -59,12 +59,12 @@ for f in "$@"; do
     [ -f "$f" ] || fail "no exported test $f (run ./ovstest export-at first)"
 done
 
-# The fix of each test (--fixes): the patch whose "Fixes:" line names its key.
+# The fix of each test (--fixes): the patch whose "Bugs:" line names its key.
 declare -A fix_of=()
 if [ $FIXES = 1 ]; then
     for f in "$@"; do
         key=$(basename "$f" .at)
-        patch=$(grep -l -E "^Fixes:( .*)? $key( |$)" "$HERE"/export/fixes/*.patch 2>/dev/null | head -1)
+        patch=$(grep -l -E "^Bugs:( .*)? $key( |$)" "$HERE"/export/fixes/*.patch 2>/dev/null | head -1)
         [ -n "$patch" ] || continue  # no fix (a by-design or latent entry): run as given only
         fix_of[$key]=$patch
         patch -d "$TREE" -p1 --dry-run --silent < "$patch" > /dev/null 2>&1 ||

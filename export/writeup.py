@@ -20,8 +20,11 @@ from harness.records import CaseRecord, Step
 
 WIDTH = 78
 # The fixes this project proposes, one patch per root-cause group (bugs.py),
-# each with a `Fixes: KEY...` line naming the entries it cures.
+# each with a `Bugs: KEY...` line naming the entries it cures (export/series.py).
 FIXES = Path(__file__).resolve().parent / "fixes"
+# A disclosure note per bug a guest or a remote host can trigger, for OVS's
+# security process (export/series.py copies them next to the series).
+DISCLOSURES = Path(__file__).resolve().parent / "disclosures"
 
 
 @dataclass(frozen=True)
@@ -41,13 +44,16 @@ RULES: dict[str, Rule] = {
         "gre tunnel - csum covers the inner packet as sent",
         "RFC 2784 section 2.5: the GRE Checksum field \"contains the IP (one's "
         "complement) checksum sum of the all the 16 bit words in the GRE header and the "
-        "payload packet\" (RFC 1071 arithmetic), i.e. of the bytes on the wire.  "
+        "payload packet\" (RFC 1071 arithmetic), i.e. of the bytes on the wire, the "
+        "Sequence Number (RFC 2890) included.  "
         f"{CSUM_DOC}: OVS \"postpones checksum updates until the packet egresses the "
         "datapath\", so an inner checksum that is still pending when the GRE header is "
-        "pushed changes the payload after the GRE checksum was taken.  A receiver that "
-        "checks GRE checksums (RFC 2784 section 2.5) drops the packet.",
-        "compute the GRE checksum only once the inner checksums are final (at send "
-        "time), or finish them before the GRE checksum is taken"),
+        "pushed (or, in software segmentation, when a segment is cut) changes the payload "
+        "after the GRE checksum was taken.  A receiver that checks GRE checksums (RFC "
+        "2784 section 2.5) drops the packet.",
+        "finish the pending checksums before the GRE checksum is taken, and take it last "
+        "(after the sequence number), at the push and per segment in "
+        "dp_packet_gso_update_segment()"),
     "l4-partial-assert": Rule(
         "l4 csum partial flag on a packet that is not tcp or udp",
         f"{CSUM_DOC}: \"Open vSwitch strives to forward packets as they arrive "
@@ -55,9 +61,16 @@ RULES: dict[str, Rule] = {
         "strive to forward all packets regardless of checksum\".  ARP (RFC 826) has no "
         "checksum and ICMP/ICMPv6 (RFC 792, RFC 4443) are not an L4 checksum a netdev "
         "offloads: there is nothing to finish, and a flag a port stamps on what it "
-        "receives must not abort the daemon.  The packet must leave unchanged.",
-        "in dp_packet_ol_send_prepare(), finish only TCP, UDP and SCTP checksums and "
-        "leave any other packet as it is instead of asserting"),
+        "receives must not abort the daemon.  The packet must leave unchanged; so must "
+        "one whose IP length field exceeds the frame (RFC 1812 section 5.2.2: no IP "
+        "packet to process).  A TCP segment with a data offset below 5 still has its "
+        "checksum at its place, over the whole segment (RFC 9293 section 3.1): it is "
+        "completed.",
+        "fix the classification, not the assertion: mark TCP in miniflow_extract() for "
+        "any TCP header that holds the checksum field (as parse_tcp_flags() does), and "
+        "drop a partial L4 checksum flag of a packet in which flow extraction marks "
+        "no L4 protocol, so that dp_packet_ol_send_prepare() and "
+        "netdev_dpdk_prep_hwol_packet() only see packets of a known protocol"),
     "tso-short-tunnel-assert": Rule(
         "tunnel tso - udp tunnel csum with less payload than one segment",
         f"{TSO_DOC}: a TSO packet sent over a port that cannot segment is segmented in "
@@ -68,8 +81,9 @@ RULES: dict[str, Rule] = {
         "entire packet\"), RFC 8200 section 8.1 over IPv6.  The daemon must not abort.",
         "treat a packet with no more than one segment of payload as no TSO packet: "
         "clear its segment size (dp_packet_gso__() returns for n_segs <= 1 and keeps "
-        "it), or adjust the outer checksum in packet_udp_tunnel_csum() only for a "
-        "payload longer than one segment"),
+        "it), and in packet_udp_tunnel_csum() adjust the outer checksum only for a "
+        "packet cut into whole segments, never asserting (a guest's segment size reaches "
+        "it unsegmented where userspace TSO is disabled)"),
     "tso-empty-tunnel-csum": Rule(
         "tunnel tso - udp tunnel csum of a packet without payload",
         f"{TSO_DOC}: a TSO packet sent over a port that cannot segment is segmented in "
@@ -80,8 +94,9 @@ RULES: dict[str, Rule] = {
         "segment-size payload the packet does not have, and receivers drop it.",
         "treat a packet with no more than one segment of payload as no TSO packet: "
         "clear its segment size (dp_packet_gso__() returns for n_segs <= 1 and keeps "
-        "it), or adjust the outer checksum in packet_udp_tunnel_csum() only for a "
-        "payload longer than one segment"),
+        "it), and in packet_udp_tunnel_csum() adjust the outer checksum only for a "
+        "packet cut into whole segments, never asserting (a guest's segment size reaches "
+        "it unsegmented where userspace TSO is disabled)"),
     "ipv4-header-only-csum": Rule(
         "ip csum offload - header without payload",
         "RFC 791 section 3.1: the header checksum covers the header and must be correct "
@@ -104,8 +119,9 @@ RULES: dict[str, Rule] = {
         "in the IPv6 header if there are extension headers\", and its length is the "
         "upper-layer packet's.  A checksum completed with the first extension header's "
         "type is wrong on the wire, and receivers drop the packet.",
-        "pass the upper-layer protocol (the flow's nw_proto) and the L4 length to "
-        "packet_csum_upperlayer6() and to the tunnel checksum shortcut"),
+        "give packet_csum_pseudoheader6() the upper-layer protocol and length, and pass "
+        "them everywhere: TCP/UDP completion, the UDP tunnel checksum shortcut, the tunnel "
+        "receive path's checksum check and netdev-linux's virtio-net checksum seed"),
     "ipv4-later-fragment-rewrite": Rule(
         "ip address rewrite of a later fragment",
         "RFC 791 section 3.2: only the first fragment carries the upper-layer header; a "
@@ -250,6 +266,10 @@ def trigger(bug: OvsBug) -> str:
         text += ("  A vhost-user guest that can make ovs-vswitchd abort takes down every "
                  "port of the switch: this is security-relevant (a denial of service from "
                  "inside a VM).")
+    note = DISCLOSURES / f"{bug.key}.md"
+    if note.is_file():
+        text += (f"  Report it through OVS's security process first: the disclosure note is "
+                 f"{DISCLOSURES.parent.name}/{DISCLOSURES.name}/{note.name}.")
     return text
 
 
@@ -362,12 +382,12 @@ def render(case: CaseRecord, at_name: str, title: str, keyword: str,
 
 def fix_patch(bug: OvsBug) -> tuple[str, str] | None:
     """The fix of the bug's root-cause group, (its path in this checkout, its text),
-    if export/fixes/ has one whose Fixes: line names the bug."""
+    if export/fixes/ has one whose Bugs: line names the bug."""
     path = FIXES / f"{bug.root_cause}.patch"
     if not path.is_file():
         return None
     text = path.read_text(encoding="utf-8")
-    names = re.search(r"^Fixes:(.*)$", text, re.MULTILINE)
+    names = re.search(r"^Bugs:(.*)$", text, re.MULTILINE)
     if names is None or bug.key not in names.group(1).split():
         return None
     return f"{FIXES.parent.name}/{FIXES.name}/{path.name}", text

@@ -108,6 +108,19 @@ MODES: tuple[Mode, ...] = (
          "DIR/NAME.at (the Autotest test for dpif-netdev.at) and DIR/NAME.txt (a report), "
          "default reports/out-export/; --results FILE chooses from an earlier run's results.json "
          "(export/cli.py)."),
+    Mode("export", "our fixes (export/fixes/) as a git format-patch series against OVS's tree",
+         "./ovstest export --series /tmp/series",
+         "--series DIR [--ovs-src SRC]",
+         "Writes DIR/0000-cover-letter.patch and one patch per root cause of "
+         "datapath/model/bugs.py, each the fix with its test in upstream's testsuite, made "
+         "against SRC (default: Debian's source of the runtime's Open vSwitch, fetched and "
+         "cached); DIR/SECURITY.txt names the patches whose bugs a guest or a remote host can "
+         "trigger, with their disclosure notes in DIR/disclosures/ (export/series.py).  Exit "
+         "status 1 when a patch does not apply to SRC.",
+         (Option("--series", dict(metavar="DIR", help="where to write the series")),
+          Option("--ovs-src", dict(metavar="SRC", help=(
+              "the OVS source tree to make the series against (default: Debian's source "
+              "of the runtime's version, fetched and cached)"))))),
     Mode("provision", "only build (or check) the cached runtime root, and print its versions",
          "./ovstest provision --rebuild-runtime", ""),
     Mode("shell", "a shell, or one command line, inside the sealed runtime (checkout at /src)",
@@ -220,6 +233,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
                           "(a build, a prefix, or 'runtime')")
     if args.mode == "perf" and bool(args.baseline) != bool(args.candidate):
         raise LaunchError("perf: --baseline and --candidate go together")
+    if args.mode == "export" and not args.series:
+        raise LaunchError("export needs --series DIR")
     if args.mode == "coverage" and (args.ovs_bindir or os.environ.get("OVS_BINDIR")):
         raise LaunchError("coverage builds its own OVS: name the source tree with --ovs-src, "
                           "not --ovs-bindir or OVS_BINDIR")

@@ -383,6 +383,15 @@ def main(argv: list[str] | None = None) -> int:
                 else "concurrency.py"
             sys.stdout.flush()
             os.execv(sys.executable, [sys.executable, str(REPO_ROOT / "bench" / script), *extra])
+        if args.mode == "export":
+            # git runs on the host (the runtime root has none); the source is
+            # fetched and cached, as for coverage, unless --ovs-src names one.
+            if extra:
+                raise LaunchError(f"export takes --series DIR and --ovs-src SRC, not {extra[0]}")
+            sys.stdout.flush()
+            src = ["--ovs-src", str(user_path(args.ovs_src))] if args.ovs_src else []
+            os.execv(sys.executable, [sys.executable, str(REPO_ROOT / "export" / "series.py"),
+                                      "--series", str(user_path(args.series)), *src])
         # The seed is drawn here, once.
         options = flaky_driver.parse_options(args.runs, args.stress, args.seed) \
             if args.mode == "flaky" else None

@@ -13,7 +13,7 @@ from harness import cli, concurrency, launcher
 from harness.runtime import LaunchError
 
 # The modes issue 19 asks the front door to list; more may come, none may go.
-PROMISED = {"suite", "test", "compare", "perf", "bench", "export-at", "provision", "shell",
+PROMISED = {"suite", "test", "compare", "perf", "bench", "export-at", "export", "provision", "shell",
             "flaky", "coverage"}
 ENTRY = re.compile(r"^ {3}(\S+) {2,}(\S.*)$")  # "   suite      the dummy-backend suite ..."
 EXAMPLE = re.compile(r"^ {4,}(\./ovstest\b.*)$")  # the line under it
@@ -105,8 +105,10 @@ def test_options_before_or_after_the_mode_and_the_rest_in_order() -> None:
 
 @pytest.mark.parametrize("argv,message", [
     (["suite", "--quick"], "--quick is for './ovstest perf'"),
-    (["test", "--patch-runs=3"], "--ovs-src, --ovs-configure, --baseline-upstream, --patch and "
+    (["test", "--patch-runs=3"], "--ovs-configure, --baseline-upstream, --patch and "
      "--patch-runs are for './ovstest coverage'"),
+    (["suite", "--series", "x"], "--series is for './ovstest export'"),
+    (["test", "--ovs-src", "x"], "--ovs-src is for './ovstest export' and './ovstest coverage'"),
     (["flaky", "--candidate", "x"],
      "--baseline and --candidate are for './ovstest compare' and './ovstest perf'"),
 ])
@@ -114,6 +116,14 @@ def test_another_modes_option_is_refused(argv: list[str], message: str) -> None:
     with pytest.raises(LaunchError) as refused:
         cli.parse(argv)
     assert str(refused.value) == message
+
+
+def test_export_needs_a_series_directory() -> None:
+    with pytest.raises(LaunchError) as refused:
+        cli.parse(["export"])
+    assert str(refused.value) == "export needs --series DIR"
+    args, extra = cli.parse(["export", "--series", "d", "--ovs-src", "s"])
+    assert (args.series, args.ovs_src, extra) == ("d", "s", [])
 
 
 @pytest.mark.parametrize("mode,args,expect", [

@@ -267,15 +267,15 @@ def test_launcher_runs_export_inside_the_runtime() -> None:
     assert inner_args("export-at", ["gre-csum-at-push"]) == ["-m", "export", "gre-csum-at-push"]
 
 
-def _fixes_line(text: str) -> list[str]:
-    match = re.search(r"^Fixes:(.*)$", text, re.MULTILINE)
-    assert match, "a fix without a Fixes: line"
+def _bugs_line(text: str) -> list[str]:
+    match = re.search(r"^Bugs:(.*)$", text, re.MULTILINE)
+    assert match, "a fix without a Bugs: line"
     return match.group(1).split()
 
 
 def test_every_bug_group_has_one_fix_naming_exactly_its_entries() -> None:
     """export/fixes/GROUP.patch: one per root-cause group that holds a bug, its
-    Fixes: line the group's entries, a plain -p1 diff of OVS sources."""
+    Bugs: line the group's entries, a -p1 diff of OVS's sources and tests."""
     groups: dict[str, set[str]] = {}
     for bug in bugs.ALL:
         groups.setdefault(bug.root_cause, set()).add(bug.key)
@@ -284,11 +284,11 @@ def test_every_bug_group_has_one_fix_naming_exactly_its_entries() -> None:
     assert with_bug <= set(patches), with_bug - set(patches)
     assert set(patches) <= set(groups), set(patches) - set(groups)  # no fix of no group
     for group, text in patches.items():
-        assert set(_fixes_line(text)) == groups[group], group
+        assert set(_bugs_line(text)) == groups[group], group
         heads = re.findall(r"^(---|\+\+\+) (\S+)(.*)$", text, re.MULTILINE)
         assert heads and all(rest == "" for _, _, rest in heads), group  # no timestamps
         assert {side for side, _, _ in heads} == {"---", "+++"}
-        assert all(re.match(r"[ab]/(lib|ofproto|vswitchd)/", path) for _, path, _ in heads)
+        assert all(re.match(r"[ab]/(lib|ofproto|vswitchd|tests)/", path) for _, path, _ in heads)
         assert re.search(r"^@@ ", text, re.MULTILINE)
 
 
@@ -353,3 +353,12 @@ def test_a_bug_whose_step_cannot_be_exported_is_not_exported(tmp_path, capsys) -
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be exported" in err and "gre-csum-at-push" in err
     assert not (out / "gre-csum-at-push.at").exists()
+
+
+def test_a_crash_a_guest_triggers_points_to_its_disclosure_note() -> None:
+    """The write-up of a bug with a note in export/disclosures/ names it; one without
+    does not."""
+    text = writeup.trigger(bugs.L4_PARTIAL_NOT_TCP_UDP)
+    assert "export/disclosures/l4-partial-assert.md" in text
+    assert (writeup.DISCLOSURES / "l4-partial-assert.md").is_file()
+    assert "disclosures" not in writeup.trigger(bugs.GRE_CSUM_AT_PUSH)

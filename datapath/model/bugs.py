@@ -157,8 +157,11 @@ class OvsBug(_Record):
 GRE_CSUM_AT_PUSH = OvsBug(
     "gre-csum-at-push",
     "the GRE checksum is computed when the header is pushed, over inner checksums "
-    "that are only finished at send, so it does not match the bytes on the wire",
-    "lib/netdev-native-tnl.c netdev_gre_push_header()",
+    "that are only finished at send (and before the sequence number is written), and "
+    "again per segment in software segmentation over inner checksums just marked "
+    "pending, so it does not match the bytes on the wire",
+    "lib/netdev-native-tnl.c netdev_gre_push_header(), lib/dp-packet-gso.c "
+    "dp_packet_gso_update_segment()",
     cls="bug", severity="corrupts data on the wire", root_cause="gre-csum-at-push",
     frames_only=True,
     real_ports=(RealPort("veth", LINUX_PARTIAL + ", NATed (mod_nw_dst) and pushed into GRE "
@@ -173,10 +176,13 @@ GRE_CSUM_AT_PUSH = OvsBug(
 L4_PARTIAL_NOT_TCP_UDP = OvsBug(
     "l4-partial-assert",
     "ovs-vswitchd aborts when it sends a packet whose L4 checksum is flagged "
-    "partial but which is neither TCP nor UDP (e.g. ICMP from a port that marks "
-    "every packet L4-partial)",
+    "partial but in which flow extraction marked no L4 protocol: neither TCP nor UDP "
+    "(e.g. ICMP from a port that marks every packet L4-partial), a TCP header with a "
+    "data offset below 5, or an IP packet whose length field exceeds the frame",
     "lib/dp-packet.c dp_packet_ol_send_prepare(): ovs_assert(dp_packet_l4_proto_sctp(p)), "
-    "and ovs_assert(dp_packet_inner_l4_proto_sctp(p)) for the inner packet of a tunnel",
+    "and ovs_assert(dp_packet_inner_l4_proto_sctp(p)) for the inner packet of a tunnel "
+    "(lib/netdev-dpdk.c netdev_dpdk_prep_hwol_packet() asserts the same: ovs_assert(is_sctp)); "
+    "lib/flow.c miniflow_extract() marks no L4 protocol but keeps the netdev's L4 flags",
     crash=True,
     signature=r"assertion dp_packet_(inner_)?l4_proto_sctp\(p\) failed in "
               r"dp_packet_ol_send_prepare",
@@ -191,7 +197,15 @@ L4_PARTIAL_NOT_TCP_UDP = OvsBug(
         "dfc_processing()'s simple-match pre-parse, parse_tcp_flags(), sets the TCP flag "
         "for any 20 bytes): a guest-triggerable abort",
         "--backend dpdk cases/test_vhost_guest_crash.py::"
-        "test_guest_tcp_short_data_offset[doff4]"),),
+        "test_guest_tcp_short_data_offset[doff4]"),
+        RealPort(
+        "vhost-user", "a guest's IPv4 or IPv6 UDP datagram whose Total Length or Payload "
+        "Length exceeds the frame, with NEEDS_CSUM (dpdk-testpmd's csum engine): "
+        "rte_net_get_ptype() does not compare the length field with the frame, so DPDK marks "
+        "it RX_L4_CKSUM_NONE, while neither miniflow_extract() nor parse_tcp_flags() takes "
+        "it for IP; the abort comes on the first packet, simple match or not",
+        "--backend dpdk cases/test_vhost_guest_crash.py::"
+        "test_guest_ip_length_exceeds_frame[ipv4]")),
     why="netdev-dummy's ol_l4_rx_csum_set_partial marks every packet partial (ICMP, ARP); "
         "netdev-linux marks a packet partial only for TCP/UDP/SCTP at OVS's L4 offset and "
         "checksums any other in software, so tap/veth cannot reach it")
@@ -214,7 +228,13 @@ TSO_SHORT_TUNNEL_ASSERT = OvsBug(
         "checksum offload (userspace-tso-enable); a guest whose gso_size exceeds its payload "
         "would too (DPDK 25.11's vhost library copies gso_size unchecked), but testpmd sets "
         "TSO only above one segment of payload, and an Ethernet trailer is segmented as "
-        "payload",
+        "payload.  From the sources, a guest that negotiated only checksum offload reaches "
+        "it too: vhost_dequeue_offload() honours the GSO fields whenever any host offload is "
+        "negotiated (it does not check VIRTIO_NET_F_HOST_TSO4/6, which OVS disables with "
+        "userspace TSO off), and with userspace TSO off OVS segments nothing, so "
+        "packet_udp_tunnel_csum() asserts on any such packet whose payload is not a whole "
+        "number of segments; dpdk-testpmd cannot play that guest (ethdev refuses TCP_TSO on "
+        "a port that did not negotiate it, and its csum engine sets TSO only with it)",
         "--backend dpdk cases/test_vhost_guest_crash.py::"
         "test_guest_tso_truncated_into_vxlan_csum[cut200]"),),
     why="dp_packet_gso__() returns for n_segs <= 1 without clearing the segment size; "
@@ -284,7 +304,12 @@ IPV6_EXT_PSEUDO_HEADER = OvsBug(
     "instead of the upper-layer protocol, so it is wrong on the wire (RFC 8200 §8.1: "
     "the pseudo-header carries the upper-layer protocol, 6 or 17)",
     "lib/packets.c packet_tcp_complete_csum(), packet_udp_complete_csum(): "
-    "packet_csum_upperlayer6(ip6, ..., ip6->ip6_nxt, ...)",
+    "packet_csum_upperlayer6(ip6, ..., ip6->ip6_nxt, ...); packet_csum_pseudoheader6() "
+    "(ip6_nxt and ip6_plen) in its other users: packet_udp_tunnel_csum() (the VXLAN/Geneve "
+    "outer checksum over an inner IPv6 packet with extension headers), "
+    "lib/netdev-native-tnl.c udp_extract_tnl_md() (a UDP tunnel packet received over IPv6 "
+    "with extension headers fails the check and is dropped) and lib/netdev-linux.c "
+    "netdev_linux_prepend_vnet_hdr() (the checksum seed a Linux port completes)",
     cls="bug", severity="corrupts data on the wire", root_cause="ipv6-ext-pseudo-header",
     frames_only=True,
     real_ports=(RealPort("veth", LINUX_PARTIAL + ", over IPv6 with an extension header "
@@ -342,10 +367,12 @@ NEIGH_SNOOP_CACHED = OvsBug(
     "tunnel neighbour cache keeps a MAC it learned in between (from a received "
     "tunnel packet) and encapsulated frames go to that stale MAC instead of the one "
     "the latest ARP reply gave (RFC 826: a reply from a known sender updates its "
-    "entry; upstream's own comment expects the reply to be learned)",
+    "entry; upstream's own comment expects the reply to be learned): the tunnel "
+    "endpoint does not get them, they are lost until the entry is refreshed (their "
+    "bytes are right)",
     "ofproto/ofproto-dpif-xlate.c: tnl_neigh_snoop() runs only in a translation with "
     "side effects (an upcall), never for a packet that hits a datapath flow",
-    cls="by-design", severity="corrupts data on the wire", root_cause="neigh-snoop-slow-path",
+    cls="by-design", severity="loses packets", root_cause="neigh-snoop-slow-path",
     real_ports=(RealPort("any", "an ARP reply that matches an installed datapath flow, "
                          "after a tunnel packet from the same address re-pointed the "
                          "neighbour entry; here both from a veth (the GRE underlay)",
@@ -500,7 +527,10 @@ CT_ICMP6_NAT_CONN_PROTO = OvsBug(
     "address change into the ICMPv6 message as if it were a TCP/UDP checksum: two "
     "bytes at the TCP checksum offset (the embedded IPv6 source address) or the UDP "
     "one (a Packet Too Big's MTU) are changed, and the ICMPv6 checksum is then "
-    "recomputed over them (with an L4-good rx flag it aborts instead: l4-partial-assert)",
+    "recomputed over them.  (With an L4-good rx flag on the error it aborts instead, on "
+    "l4-partial-assert's assertion; that variant is latent: no real port flags an ICMPv6 "
+    "checksum good, DPDK 25.11's vhost library marks none good and netdev-linux only "
+    "checksums it computed for TCP, UDP or SCTP)",
     "lib/conntrack.c nat_packet_ipv6() passes the connection key's nw_proto to "
     "packet_set_ipv6_addr(), whose packet_update_csum128() then treats the ICMPv6 "
     "header as TCP/UDP; nat_inner_packet() rewrites only the translated inner fields",
@@ -521,19 +551,20 @@ TUNNEL_CSUM_TRUSTS_RX_GOOD = OvsBug(
     "lib/packets.c packet_udp_tunnel_csum(): sums the inner pseudo-header and the inner "
     "checksum it recomputes in place of the one in the packet, and no inner IPv4 header "
     "whose checksum is flagged valid",
-    cls="by-design", severity="wrong counters", root_cause="tunnel-csum-trusts-rx-flags",
+    cls="latent", severity="wrong counters", root_cause="tunnel-csum-trusts-rx-flags",
     frames_only=True,
-    real_ports=(RealPort(
-        "vhost-user", "from the sources: a guest's VIRTIO_NET_HDR_F_DATA_VALID on a packet "
-        "whose TCP/UDP checksum is wrong (a driver must not set it on transmit, virtio 1.1 "
-        "§5.1.6.2.1), which DPDK's vhost library marks RX_L4_CKSUM_GOOD; no case here: the "
-        "guest is dpdk-testpmd over virtio-user, whose transmit path sets only NEEDS_CSUM, "
-        "and net_tap flags good only checksums it verified"),),
-    why="userspace-checksum-offloading.rst (rules 3-4) defines the good flag as 'present "
-        "in the packet and good': the shortcut is right for every input that keeps that "
-        "contract, and only a port that flags a wrong checksum good reaches it.  The packet "
-        "is lost either way (its inner checksum is wrong); what changes is where it is "
-        "dropped and which receiver's checksum error counters count it")
+    real_ports=(),
+    why="no real port flags a wrong checksum good: DPDK 25.11's vhost library never marks "
+        "one good (lib/vhost/virtio_net.c vhost_dequeue_offload(): RX_IP_CKSUM_UNKNOWN, and "
+        "RX_L4_CKSUM_NONE for NEEDS_CSUM; VIRTIO_NET_HDR_F_DATA_VALID, which a driver must not "
+        "set on transmit (virtio 1.1 5.1.6.2.1), is ignored as the device must ignore flag bits "
+        "it does not recognise), netdev-linux reads only NEEDS_CSUM from a virtio-net header "
+        "and marks good only a checksum it computed itself, and an ethdev flags good only what "
+        "it verified; only netdev-dummy's ol_l4_rx_csum_set_good on a wrong checksum reaches "
+        "it.  It would be by design even then: userspace-checksum-offloading.rst (rules 3-4) "
+        "defines the good flag as 'present in the packet and good', and the packet is lost "
+        "either way (its inner checksum is wrong); what changes is where it is dropped and "
+        "which receiver's checksum error counters count it")
 
 REVALIDATOR_RESUME_UNPAUSED = OvsBug(
     "revalidator-resume-unpaused",
