@@ -54,9 +54,10 @@ def render(run: RunRecord, out_dir: str, *, all_pages: bool = False,
                 _write(out_dir, entry.repro, text, executable=True)
     common = {"style": _static("report.css"), "run_title": _run_title(run)}
     page = env.get_template("case.html.j2")
+    known = frozenset(str(b.get("key", "")) for b in run.known_bugs)
     for entry in entries:
         if entry.page:
-            _write(out_dir, entry.page, page.render(case=case_view(entry, out_dir), **common))
+            _write(out_dir, entry.page, page.render(case=case_view(entry, out_dir, known), **common))
     trace = env.get_template("upstream.html.j2").render(trace=trace_context(entries), **common)
     _write(out_dir, "upstream.html", trace)
     seen = sightings(entries)

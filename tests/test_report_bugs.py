@@ -80,6 +80,11 @@ def test_each_entry_is_one_line_linking_to_its_page_of_evidence(tmp_path: Path) 
     shown = re.search(r'href="\.\./(case/[^"]+)">' + re.escape(SHOWN_BY) + "<", ports)
     assert shown and (tmp_path / shown.group(1)).is_file()  # the catalogue's case, run here
 
+    # And back: a case page names the entries its id ran into, linked to their pages.
+    back = (tmp_path / links[0][0]).read_text()
+    bug_links = re.findall(r'<td id="case-bugs">.*?</td>', back, re.S)
+    assert len(bug_links) == 1 and f'href="../bugs/{NAT.key}.html"' in bug_links[0]
+
     assert escape(GRE.title) in (tmp_path / "bugs" / f"{GRE.key}.html").read_text()
     assert 'id="no-fix"' in (tmp_path / "bugs" / f"{NO_FIX.key}.html").read_text()
     assert 'id="no-fix"' not in page
