@@ -213,7 +213,7 @@ class RunRecord:
             raise ValueError(f"{path}: malformed results file: {exc!r}") from None
 
 
-def known_bug_status(known: list[dict[str, str]], cases: list[CaseRecord]) -> list[dict[str, Any]]:
+def known_bug_status(known: list[dict[str, Any]], cases: list[CaseRecord]) -> list[dict[str, Any]]:
     """Per known bug (key, title, where, seen_in): "present" if some case saw OVS
     deviate exactly as known, "absent" if some case saw it behave correctly
     (both: "mixed"), "untested" if no case ran into it; with the ids that said so."""

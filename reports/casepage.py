@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.records import Command, Step
+from reports.bugpages import bug_page, status_view
 from reports.index import Entry, format_seconds, message
 from reports.layers import field_table
 
@@ -42,8 +43,9 @@ def href(path: str) -> str:
     return "../" + quote(path)
 
 
-def case_view(entry: Entry, out_dir: str) -> dict[str, Any]:
-    """What a case's page shows: its steps, commands, log and artifacts."""
+def case_view(entry: Entry, out_dir: str, known_bugs: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """What a case's page shows: its steps, commands, log and artifacts, and the known
+    bugs it ran into (linked to their pages where the run has them)."""
     case = entry.case
     commands = case.commands[-MAX_COMMANDS:]
     log = case.log_excerpt[-MAX_LOG_LINES:]
@@ -68,6 +70,8 @@ def case_view(entry: Entry, out_dir: str) -> dict[str, Any]:
         "crash": case.crash,
         "steps": steps,
         "failed_steps": sum(1 for s in case.steps if not s.ok),
+        "bugs": [{"key": key, "page": "../" + bug_page(key) if key in known_bugs else "",
+                  **status_view(status)} for key, status in sorted(_sighted(case.steps).items())],
         "commands": [command_view(c) for c in commands],
         "commands_omitted": len(case.commands) - len(commands),
         "commands_failed": sum(1 for c in case.commands if c.rc != 0),
@@ -81,6 +85,14 @@ def case_view(entry: Entry, out_dir: str) -> dict[str, Any]:
         "daemon_files": rundir_files(out_dir, rundir) if rundir else [],
         "artifacts": [{"label": k, "href": href(v)} for k, v in sorted(artifacts.items()) if v not in used],
     }
+
+
+def _sighted(steps: list[Step]) -> dict[str, str]:
+    found: dict[str, set[str]] = {}
+    for step in steps:
+        for key, status in step.bugs.items():
+            found.setdefault(key, set()).add(status)
+    return {key: "mixed" if len(seen) > 1 else next(iter(seen)) for key, seen in found.items()}
 
 
 def rundir_files(out_dir: str, rundir: str) -> list[dict[str, str]]:

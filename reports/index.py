@@ -17,7 +17,7 @@ from harness.records import FAILED_OUTCOMES, OUTCOME_ORDER, CaseRecord, RunRecor
 
 MAX_MESSAGE_CHARS = 160
 MAX_LISTED_FAILURES = 100
-SHOWN_FAILURES = 20  # the rest of the listed ones sit in a collapsed block
+SHOWN_FAILURES = 10  # the rest of the listed ones sit in a collapsed block (the matrix stays on screen)
 PSEUDO_AXES = ("test", "backend", "run")
 
 # Flags of a case row: which files exist for it.
@@ -169,9 +169,6 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         "backend": run.backend,
         "ovs": versions.pop("ovs", ""),
         "ovs_source": run.ovs_source,
-        "known_bugs": [b for b in run.known_bugs if b.get("cls", "bug") == "bug"],
-        # latent entries and divergences OVS may keep by design, listed apart
-        "known_other": [b for b in run.known_bugs if b.get("cls", "bug") != "bug"],
         "dpdk": versions.pop("dpdk", ""),
         "versions": sorted(versions.items()),
         "argv": shlex.join(str(a) for a in run.argv),

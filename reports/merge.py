@@ -20,6 +20,9 @@ from typing import Any
 from harness.records import CaseRecord, RunRecord, known_bug_status
 from reports.render import render
 
+# What known_bug_status() adds to an entry's facts: recomputed over the merged cases.
+BUG_STATUS_KEYS = ("status", "present", "absent", "absent_ids")
+
 
 def run_labels(paths: Sequence[str]) -> list[str]:
     """Short unique labels: the folder name for `.../results.json`, else the file name."""
@@ -59,13 +62,11 @@ def merge(inputs: Sequence[tuple[str, str, RunRecord]], out_dir: str) -> RunReco
                 "cases": len(run.cases),
             })
     runs = [run for _, _, run in inputs]
-    known: dict[str, dict[str, str]] = {}
+    known: dict[str, dict[str, Any]] = {}
     for run in runs:
-        for bug in run.known_bugs:
+        for bug in run.known_bugs:  # the entry's facts as its run recorded them; status anew
             known.setdefault(str(bug.get("key")), {
-                k: str(bug.get(k, "")) for k in ("key", "title", "where", "seen_in", "cls",
-                                                 "severity", "real_ports", "root_cause",
-                                                 "why") if k in bug})
+                k: v for k, v in bug.items() if k not in BUG_STATUS_KEYS})
     return RunRecord(
         started=min((r.started for r in runs if r.started), default=""),
         duration=round(sum(r.duration for r in runs), 3),

@@ -111,7 +111,7 @@ def add_index_link(config: pytest.Config, label: str, href: str) -> None:
 
 
 def set_run_info(config: pytest.Config, backend: str, versions: dict[str, str],
-                 ovs_source: str = "", known_bugs: list[dict[str, str]] | None = None) -> None:
+                 ovs_source: str = "", known_bugs: list[dict[str, Any]] | None = None) -> None:
     """Store run-wide facts (backend name, component versions, which OVS ran and
     how it was chosen) for the report.
 

@@ -1,6 +1,8 @@
 """Write the HTML report of a RunRecord: index, case pages, reproducers, traceability.
 
-    out/index.html        summary, failures first, matrix of the parameter axes, case table
+    out/index.html        what ran, failures first, matrix of the parameter axes, one line
+                          per known OVS bug, case table
+    out/bugs/<key>.html   one page per known OVS bug: its facts, fix, and the ids that sighted it
     out/case/<slug>.html  one page per failed, error and xfailed case (every case with
                           all_pages): the evidence, loaded only when opened
     out/repro/<slug>.sh   a standalone reproducer per failed, error and xfailed case
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ import jinja2
 from markupsafe import Markup
 
 from harness.records import DETAIL_OUTCOMES, CaseRecord, RunRecord, case_slug, outcome_rank
+from reports.bugpages import BUG_DIR, bug_lines, bug_page, bug_view, sightings
 from reports.casepage import case_view
 from reports.index import Entry, index_context
 from reports.repro import reproducer
@@ -39,7 +43,7 @@ def render(run: RunRecord, out_dir: str, *, all_pages: bool = False,
     os.makedirs(out_dir, exist_ok=True)
     env = _environment()
     entries = layout(run.cases, all_pages)
-    for sub in (PAGE_DIR, REPRO_DIR):
+    for sub in (PAGE_DIR, REPRO_DIR, BUG_DIR):
         shutil.rmtree(os.path.join(out_dir, sub), ignore_errors=True)
     for entry in entries:
         if entry.repro:
@@ -50,13 +54,29 @@ def render(run: RunRecord, out_dir: str, *, all_pages: bool = False,
                 _write(out_dir, entry.repro, text, executable=True)
     common = {"style": _static("report.css"), "run_title": _run_title(run)}
     page = env.get_template("case.html.j2")
+    known = frozenset(str(b.get("key", "")) for b in run.known_bugs)
     for entry in entries:
         if entry.page:
-            _write(out_dir, entry.page, page.render(case=case_view(entry, out_dir), **common))
+            _write(out_dir, entry.page, page.render(case=case_view(entry, out_dir, known), **common))
     trace = env.get_template("upstream.html.j2").render(trace=trace_context(entries), **common)
     _write(out_dir, "upstream.html", trace)
+    seen = sightings(entries)
+    pages: dict[str, str] = {}
+    for entry in entries:
+        if entry.page:
+            pages.setdefault(entry.case.nodeid, entry.page)
+    bug_template = env.get_template("bug.html.j2")
+    for bug in run.known_bugs:
+        key = str(bug.get("key", ""))
+        view = bug_view(bug, run.known_bugs, seen.get(key, []), pages)
+        _write(out_dir, bug_page(key), bug_template.render(bug=view, **common))
+    lines = bug_lines(run.known_bugs, seen)
+    tally = Counter(b["word"] for b in lines if b["status"] != "untested")
     index = env.get_template("index.html.j2").render(
-        script=_static("index.js"), links=links or [], **index_context(run, entries), **common)
+        script=_static("index.js"), links=links or [], **index_context(run, entries),
+        bugs=[b for b in lines if b["cls"] == "bug"], other=[b for b in lines if b["cls"] != "bug"],
+        bugs_present=", ".join(f"{n} {word}" for word, n in sorted(tally.items())),
+        **common)
     return _write(out_dir, "index.html", index)
 
 

@@ -282,3 +282,97 @@ def test_index_of_5000_cases_opens_fast(tmp_path: Path, pytestconfig: pytest.Con
         assert drawn["rows"] == 300 and drawn["shown"].startswith("5000 of 5000 cases match")
         assert drawn["red"] > 0
         _screenshot(browser, tmp_path, pytestconfig, "index-5000.png")
+
+
+# The window a reviewer opens a run in: the first screen must answer what ran,
+# what failed and where in the matrix, and nothing may be wider than the window.
+SCREEN_WIDTH, SCREEN_HEIGHT = 1280, 800
+SIGHTED_KEY, GONE_KEY = "gre-csum-at-push", "trunc-pending-csum"
+
+
+def run_with_known_bugs(count: int) -> RunRecord:
+    """The synthetic run, with the catalogue's entries: its xfails sight one, a failure
+    saw another one gone, and one failure has a long id and a long message."""
+    from datapath.model import bugs
+    from fixtures.plugin import known_bug_facts
+    from harness.records import known_bug_status
+
+    run = synthetic_run(count)
+    for case in run.cases:
+        if case.outcome == "xfailed":
+            case.steps = [Step("send", "p1", "p2", [], [], [], True, bugs={SIGHTED_KEY: "present"})]
+    failed = [c for c in run.cases if c.outcome == "failed"]
+    failed[0].steps.append(Step("send", "p1", "p2", [], [], [], True, bugs={GONE_KEY: "absent"}))
+    failed[1].nodeid += "[" + "x" * 300 + "]"
+    failed[1].longrepr = "E   FrameMismatch: " + "word " * 200
+    run.known_bugs = known_bug_status([known_bug_facts(b) for b in bugs.ALL], run.cases)
+    return run
+
+
+FIRST_SCREEN = """(() => {
+    const box = el => el ? el.getBoundingClientRect() : null;
+    const firstCell = document.querySelector('#matrix td.cell');
+    const firstCase = document.querySelector('a[href^="case/"]');
+    return {
+        width: document.documentElement.scrollWidth,
+        summary: box(document.getElementById('summary')).bottom,
+        ran: box(document.getElementById('what-ran')).bottom,
+        ovs: document.getElementById('ovs').textContent,
+        failures: box(document.querySelector('#failure-list tr')).bottom,
+        matrix: firstCell ? box(firstCell).bottom : null,
+        matrixTop: box(document.getElementById('matrix-section')).top,
+        firstCase: firstCase && firstCase.textContent,
+        firstCaseOutcome: firstCase && firstCase.closest('tr').querySelector('.o').textContent,
+        firstCaseTop: firstCase && box(firstCase).top,
+        firstSection: document.querySelector('body > section').id,
+        bugLinks: [...document.querySelectorAll('a.bug-link')].map(a => a.getAttribute('href')),
+        bugLines: [...document.querySelectorAll('#bug-list tr[data-status], #other-list tr[data-status]')]
+            .map(tr => [tr.getBoundingClientRect().height, box(tr.querySelector('.o')).height]),
+    };
+})()"""
+
+
+@needs_chromium
+def test_index_first_screen_at_1280(tmp_path: Path, pytestconfig: pytest.Config) -> None:
+    """At 1,280 x 800: the run, the failures (a failure first of all cases) and the matrix's
+    top on the first screen; no page wider than the window; each bug line one line high,
+    linking to a page with the ids that sighted it."""
+    run = run_with_known_bugs(5000)
+    index = Path(render(run, str(tmp_path)))
+    with Browser(CHROMIUM, width=SCREEN_WIDTH, height=SCREEN_HEIGHT) as browser:
+        load = browser.open(index.as_uri())
+        assert load.errors == []
+        screen: Any = browser.evaluate(FIRST_SCREEN)
+        assert screen["width"] <= SCREEN_WIDTH, "the index scrolls sideways"
+        assert screen["ovs"] == "Open vSwitch 4.0.0" and screen["summary"] <= screen["ran"] <= SCREEN_HEIGHT
+        assert screen["firstSection"] == "failures"
+        assert screen["firstCaseOutcome"] == "failed" and screen["firstCase"].startswith(
+            "cases/test_tunnel_csum.py::")
+        assert screen["failures"] <= SCREEN_HEIGHT and screen["firstCaseTop"] < screen["matrixTop"]
+        assert screen["matrix"] is not None and screen["matrix"] <= SCREEN_HEIGHT, \
+            f"the matrix's first row ends at {screen['matrix']} px, below the first screen"
+        _screenshot(browser, tmp_path, pytestconfig, "index-1280.png")
+        assert len(screen["bugLinks"]) == len(run.known_bugs)
+        assert all((tmp_path / href).is_file() for href in screen["bugLinks"])
+        # A line no higher than two of its status badge (a one-line, never wrapped box).
+        assert all(line < 2 * badge for line, badge in screen["bugLines"]), "a bug line wraps"
+
+        load = browser.open((tmp_path / "bugs" / f"{SIGHTED_KEY}.html").as_uri())
+        assert load.errors == []
+        page: Any = browser.evaluate("""({
+            width: document.documentElement.scrollWidth,
+            key: document.getElementById('bug-key').textContent,
+            status: document.getElementById('bug-status').textContent,
+            ids: [...document.querySelectorAll('#sightings a')].map(a => a.getAttribute('href')),
+            fix: [...document.querySelectorAll('.export code')].map(c => c.textContent),
+        })""")
+        assert page["width"] <= SCREEN_WIDTH, "the bug page scrolls sideways"
+        assert page["key"] == SIGHTED_KEY and page["status"] == "present"
+        xfailed = [c for c in run.cases if c.outcome == "xfailed"]
+        assert len(page["ids"]) == len(xfailed) > 0
+        assert all((tmp_path / "bugs" / href).resolve().is_file() for href in page["ids"])
+        assert page["fix"] == [f"export/fixes/{SIGHTED_KEY}.patch"]
+        _screenshot(browser, tmp_path, pytestconfig, "bug-1280.png")
+        load = browser.open((tmp_path / "bugs" / f"{GONE_KEY}.html").as_uri())
+        assert browser.evaluate("document.getElementById('bug-status').textContent") == "gone"
+        assert browser.evaluate("document.documentElement.scrollWidth") <= SCREEN_WIDTH

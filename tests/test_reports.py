@@ -5,6 +5,7 @@ They need no OVS. The dissection test needs tshark and is skipped without it.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from harness.records import CaseRecord, Command, RunRecord, Step
 from reports import dissect as dissect_module
@@ -249,10 +251,13 @@ def test_render_puts_failures_first_and_escapes(tmp_path: Path) -> None:
               "severity": "corrupts data on the wire", "root_cause": "gre-csum-at-push",
               "real_ports": "veth", "why": ""}]
     html = Path(render(_run(cases, known_bugs=known), str(tmp_path))).read_text()
-    # Red first: the failures come before the known-bug table and the matrix.
-    assert html.index('id="failures"') < html.index('id="known-bugs"') < html.index('id="matrix-section"')
-    failures = html[html.index('id="failure-list"'):html.index('id="known-bugs"')]
+    # Red first: the failures come before the matrix, and the matrix before the known bugs.
+    assert html.index('id="failures"') < html.index('id="matrix-section"') < html.index('id="known-bugs"')
+    failures = html[html.index('id="failure-list"'):html.index('id="matrix-section"')]
     assert failures.index("test_fwd[csum_on]") < failures.index("test_broken_setup")
+    # The first case the page links to is the failed one: nothing is listed before it.
+    first = re.search(r'href="(case/[^"]+)"', html)
+    assert first is not None and first.group(1).startswith("case/test_fwd_csum_on")
     assert "test_passing" not in failures and "test_xf" not in failures
     assert "1 failed" in html and "1 error" in html and "4.0.0" in html
     assert "<script>alert(1)" not in html
@@ -275,7 +280,14 @@ def test_render_lists_bugs_apart_from_latent_and_by_design_entries(tmp_path: Pat
     for bug in bugs.ALL:
         assert (f">{bug.key}<" in real) is (bug.cls == "bug")
         assert (f">{bug.key}<" in other) is (bug.cls != "bug")
-    assert "<th>severity</th><th>real ports</th><th>root cause</th>" in real
+        # One line on the index; the long facts moved to the entry's own page.
+        assert f'href="bugs/{bug.key}.html"' in html
+        page = (tmp_path / "bugs" / f"{bug.key}.html").read_text()
+        assert escape(bug.where) in page and escape(bug.title) in page
+        assert escape(bug.why) in page and escape(bug.root_cause) in page
+        assert all(escape(port.how) in page for port in bug.real_ports)
+        assert escape(bug.where) not in html
+    assert "<th>severity</th><th>ids</th>" in real and "real ports" not in real
     assert ">latent<" in other and ">by-design<" in other
 
 
