@@ -120,20 +120,16 @@ def _ports(bug: dict[str, Any], pages: dict[str, str]) -> list[dict[str, str]]:
 
 
 def export_files(key: str, root_cause: str, export_dir: Path = EXPORT_DIR) -> list[dict[str, str]]:
-    """The files of export/ about an entry: its group's fix (and the Autotest test that
-    goes with it), and a disclosure note named after the entry (`<key>.md`, or
-    `<topic>-<key>.md`)."""
+    """The files of export/ about an entry: its group's fix (the patch, which
+    carries its upstream test too) and its disclosure note (`disclosures/<key>.md`,
+    the name export --series attaches)."""
     found: list[tuple[str, Path]] = []
-    if root_cause:
-        for suffix, what in ((".patch", "fix"), (".at", "upstream test of the fix")):
-            path = export_dir / "fixes" / f"{root_cause}{suffix}"
-            if path.is_file():
-                found.append((what, path))
-    disclosures = export_dir / "disclosures"
-    if key and disclosures.is_dir():
-        for path in sorted(disclosures.glob("*.md")):
-            if path.stem == key or path.stem.endswith(f"-{key}"):
-                found.append(("disclosure note", path))
+    fix = export_dir / "fixes" / f"{root_cause}.patch"
+    if root_cause and fix.is_file():
+        found.append(("fix", fix))
+    note = export_dir / "disclosures" / f"{key}.md"
+    if key and note.is_file():
+        found.append(("disclosure note", note))
     files = []
     for what, path in found:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -65,8 +65,7 @@ def test_each_entry_is_one_line_linking_to_its_page_of_evidence(tmp_path: Path) 
     for fact in (NAT.cls, NAT.severity, NAT.where, NAT.root_cause, NAT.title):
         assert escape(fact) in page
     assert all(escape(port.how) in page for port in NAT.real_ports)
-    for name in (f"export/fixes/{NAT.root_cause}.patch", f"export/fixes/{NAT.root_cause}.at",
-                 f"export/disclosures/nat-bypass-{NAT.key}.md"):
+    for name in (f"export/fixes/{NAT.root_cause}.patch", f"export/disclosures/{NAT.key}.md"):
         text = (Path(__file__).resolve().parent.parent / name).read_text()
         assert f"<code>{name}</code>" in page and escape(text.splitlines()[0]) in page
     ids = page[page.index('id="sightings"'):]
@@ -98,8 +97,7 @@ def test_export_files_are_the_group_fix_and_the_entry_note(tmp_path: Path) -> No
         (tmp_path / name).write_text(f"text of {name}\n")
     found = export_files("k", "group", tmp_path)
     assert [(f["what"], f["name"]) for f in found] == [
-        ("fix", "export/fixes/group.patch"), ("disclosure note", "export/disclosures/k.md"),
-        ("disclosure note", "export/disclosures/topic-k.md")]
+        ("fix", "export/fixes/group.patch"), ("disclosure note", "export/disclosures/k.md")]
     assert found[0]["text"] == "text of fixes/group.patch\n"
     assert export_files("k", "", tmp_path)[0]["name"] == "export/disclosures/k.md"
     assert export_files("nothing", "none", tmp_path) == []
