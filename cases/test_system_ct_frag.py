@@ -51,10 +51,9 @@ from fixtures.system_ct_frag import (
     far_end,
     modify_fragmentation,
     set_min_frag_size,
-    wait_dad,
 )
 from fixtures.system_l2 import vlan_stack_probed
-from fixtures.system_traffic import FLAVOUR, Traffic, format_ping, upstream
+from fixtures.system_traffic import FLAVOUR, Traffic, format_ping, upstream, wait_dad
 from harness.control import check
 from harness.filters import ofctl_strip
 from harness.wait import wait_until

@@ -53,7 +53,7 @@ from fixtures.system_ct_nat import (
     start_tcpdump,
     tcpdump_read,
 )
-from fixtures.system_traffic import FLAVOUR, Traffic, upstream
+from fixtures.system_traffic import FLAVOUR, Traffic, upstream, wait_dad
 from harness.control import check
 from harness.filters import ofctl_strip
 from harness.wait import wait_until
@@ -125,10 +125,13 @@ OFPST_FLOW reply (OF1.5):
 
 def v6_ports(t: Traffic) -> tuple[Netns, Netns]:
     """ADD_NAMESPACES(at_ns0, at_ns1), ADD_VETH(p0/p1, ..., "fc00::1|2/96")
-    (with duplicate address detection, as upstream here)."""
+    (with duplicate address detection, as upstream here), and DAD over: until
+    then the kernel sends from the link-local address (RFC 4862 §5.4), and a
+    connection from it is not the one upstream's dump expects."""
     ns0, ns1 = t.add_namespace("at_ns0"), t.add_namespace("at_ns1")
     t.add_veth("p0", ns0, "br0", "fc00::1/96")
     t.add_veth("p1", ns1, "br0", "fc00::2/96")
+    wait_dad(t, ns0, ns1)
     return ns0, ns1
 
 
