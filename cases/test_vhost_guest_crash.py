@@ -175,19 +175,8 @@ def test_guest_tcp_short_data_offset(real_env: Callable[..., RealEnv],
     v1, p2, guest = vhost_guest_ports(env, [frame])
     guest_csum_port(guest, v1)
     check(env.sb.ofctl("add-flow", "br1", "in_port=1,ip,nw_dst=192.168.123.1,actions=output:2"))
-    expected = model.forward(frame, [output("p2")], p2.tx, RxFlags(l4=CsumState.PARTIAL))
-    steps = record_for(request.node).steps
-    for n, what in enumerate(("no datapath flow", "through the installed megaflow")):
-        if n:
-            reinject(guest)
-        title = f"testpmd csum (tcp data offset {doff}) -> v1 -> p2: {what}"
-        captured = guest_sends(env, guest, L4_PARTIAL_NOT_TCP_UDP, p2, 1, steps, title, [frame])
-        ok = captured == expected.frames
-        record_step(steps, title, GUEST, p2.name, sent=[frame], captured=captured,
-                    expected=expected,
-                    diff=[] if ok else ["the frames that left differ from the model's"])
-        assert ok, (f"{what}: {[f.hex() for f in captured]} left p2, "
-                    f"{[f.hex() for f in expected.frames]} expected")
+    two_passes(env, guest, p2, frame, request, f"testpmd csum (tcp data offset {doff})",
+               "through the installed megaflow")
     dump = check(env.sb.appctl("dpctl/dump-flows")).stdout
     assert "dst=192.168.123.1" in dump, f"the megaflow does not match nw_dst:\n{dump}"
 
@@ -243,16 +232,25 @@ def test_guest_ip_length_exceeds_frame(real_env: Callable[..., RealEnv],
     v1, p2, guest = vhost_guest_ports(env, [frame])
     guest_csum_port(guest, v1)
     check(env.sb.ofctl("add-flow", "br1", "in_port=1,actions=output:2"))
+    two_passes(env, guest, p2, frame, request,
+               f"testpmd csum (udp, IPv{ipv} length 64 bytes past the frame)",
+               "through the installed flow")
+
+
+def two_passes(env: RealEnv, guest: Guest, p2: dpdk.DpdkPcapPort, frame: bytes,
+               request: pytest.FixtureRequest, title: str, second: str) -> None:
+    """The guest's frame, its L4 checksum left to the host, sent twice (into a
+    datapath without flows, then `second`), each pass judged by the one verdict
+    path against the model's forward to p2."""
     expected = model.forward(frame, [output("p2")], p2.tx, RxFlags(l4=CsumState.PARTIAL))
     steps = record_for(request.node).steps
-    for n, what in enumerate(("no datapath flow", "through the installed flow")):
+    for n, what in enumerate(("no datapath flow", second)):
         if n:
             reinject(guest)
-        title = f"testpmd csum (udp, IPv{ipv} length 64 bytes past the frame) -> v1 -> p2: {what}"
-        captured = guest_sends(env, guest, L4_PARTIAL_NOT_TCP_UDP, p2, 1, steps, title, [frame])
-        verdict = conclude(steps, expected, captured, title=title, rx_port=GUEST,
-                           tx_port=p2.name, sent=[frame])
-        verdict.check()
+        step = f"{title} -> v1 -> p2: {what}"
+        captured = guest_sends(env, guest, L4_PARTIAL_NOT_TCP_UDP, p2, 1, steps, step, [frame])
+        conclude(steps, expected, captured, title=step, rx_port=GUEST, tx_port=p2.name,
+                 sent=[frame]).check()
 
 
 def vhost_tunnel_rig(env: RealEnv, frames: list[bytes], kind: str = "vxlan"
