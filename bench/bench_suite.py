@@ -26,11 +26,10 @@ from datapath.backends.dummy import DummyPort  # noqa: E402
 from datapath.expect import send_and_expect  # noqa: E402
 from datapath.model.actions import mod_tp_dst, ofctl_actions, output  # noqa: E402
 from datapath.offloads import CsumState, RxFlags, TxOffloads  # noqa: E402
+from evidence.tshark import Tshark, TsharkError  # noqa: E402
 from fixtures.frames import compose  # noqa: E402
-from harness.control import check  # noqa: E402
 from harness.install import OvsInstall  # noqa: E402
 from harness.sandbox import Sandbox  # noqa: E402
-from harness.tshark import Tshark, TsharkError  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -46,7 +45,7 @@ def bench_sandbox(install: OvsInstall, n: int) -> list[float]:
         for i in range(n):
             t0 = time.perf_counter()
             sb = Sandbox(install, Path(tmp) / f"r{i}").start()
-            check(sb.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy"))
+            sb.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy")
             sb.stop()
             times.append(time.perf_counter() - t0)
     return times
@@ -58,10 +57,10 @@ def bench_step(install: OvsInstall, n: int, tshark: Tshark | None = None) -> lis
     with tempfile.TemporaryDirectory() as tmp:
         sb = Sandbox(install, Path(tmp) / "run").start()
         try:
-            check(sb.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy"))
+            sb.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath-type=dummy")
             p1, p2 = DummyPort(sb, "br1", "p1", 1), DummyPort(sb, "br1", "p2", 2)
             actions = [mod_tp_dst(2222), output("p2")]
-            check(sb.ofctl("add-flow", "br1", f"in_port=p1,tcp,actions={ofctl_actions(actions)}"))
+            sb.ofctl("add-flow", "br1", f"in_port=p1,tcp,actions={ofctl_actions(actions)}")
             rx, tx = RxFlags(l4=CsumState.PARTIAL), TxOffloads()
             p1.configure(rx=rx)
             frame = compose("tcp", 4)

@@ -90,10 +90,10 @@ output_tail() { tail -n 8 "$log" | awk '{print "  | " $0}'; }  # a last line wit
 #   then wait (s) | selection | the selection to retry with once (its first id
 #   starts that process at once)
 rounds=(
-    "INT|dpdk-testpmd||1|cases/test_system_dpdk_ping.py -k client_ports|cases/test_system_dpdk_ping.py -k client_ports"
-    "TERM|ping||0|cases/test_system_afxdp.py -k ping|cases/test_system_afxdp.py -k ping"
-    "KILL|ovs-vswitchd|--pidfile|1|cases/test_flows.py cases/test_csum_offload.py cases/test_tso.py|cases/test_flows.py"
-    "INT|ovs-vswitchd|--pidfile|1|--backend tap cases/test_kernel_peer.py cases/test_system_traffic.py|--backend tap cases/test_kernel_peer.py"
+    "INT|dpdk-testpmd||1|cases/system_dpdk/test_system_dpdk_ping.py -k client_ports|cases/system_dpdk/test_system_dpdk_ping.py -k client_ports"
+    "TERM|ping||0|cases/system_afxdp/test_system_afxdp.py -k ping|cases/system_afxdp/test_system_afxdp.py -k ping"
+    "KILL|ovs-vswitchd|--pidfile|1|cases/dpif_netdev/test_flows.py cases/dpif_netdev/test_csum_offload.py cases/dpif_netdev/test_tso.py|cases/dpif_netdev/test_flows.py"
+    "INT|ovs-vswitchd|--pidfile|1|--backend tap cases/real_ports/test_kernel_peer.py cases/system_userspace/test_system_traffic.py|--backend tap cases/real_ports/test_kernel_peer.py"
 )
 for round in "${rounds[@]}"; do
     IFS='|' read -r sig want arg delay selection retry <<<"$round"

@@ -185,7 +185,9 @@ def main() -> int:
     ap.add_argument("--interrupts", type=int, default=50)
     ap.add_argument("--xdist", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--select", default="cases/test_csum_offload.py cases/test_tunnel_upstream.py",
+    ap.add_argument("--select",
+                    default="cases/dpif_netdev/test_csum_offload.py "
+                            "cases/dpif_netdev/test_tunnel_upstream.py",
                     help="what each run runs (pytest arguments)")
     args = ap.parse_args()
     if os.geteuid() != 0:

@@ -1,4 +1,4 @@
-"""Run a command sealed in the toolchain root (harness/ovsbuild.py), in a directory
+"""Run a command sealed in the toolchain root (tooling/ovsbuild.py), in a directory
 of the host that it may write to: build an OVS tree there, or run its testsuite,
 with the compilers and libraries the runtime's OVS was built with.
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.ovsbuild import toolchain_root, toolchain_run  # noqa: E402
 from harness.runtime import LaunchError  # noqa: E402
+from tooling.ovsbuild import toolchain_root, toolchain_run  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -10,9 +10,9 @@ from datapath.backends.base import Port
 from datapath.model import Expected
 from datapath.model.hooks import Known
 from datapath.verdict import conclude, crashed
+from evidence.tshark import Tshark
 from harness.daemon import DaemonDied
 from harness.records import Step
-from harness.tshark import Tshark
 from harness.wait import WaitTimeout, wait_until
 
 DEFAULT_TIMEOUT = 5.0

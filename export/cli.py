@@ -86,7 +86,7 @@ def classify(given: str) -> Target:
         return Target(given)
     raise ExportError(
         f"unknown ID {given!r}: neither a known-bug key ({', '.join(known_bugs())}) nor a "
-        "pytest node id of this checkout (e.g. cases/test_tso.py::test_tso[in4-tx_none])")
+        "pytest node id of this checkout (e.g. cases/dpif_netdev/test_tso.py::test_tso[in4-tx_none])")
 
 
 def run_pytest(args: list[str], out_dir: Path, what: str) -> RunRecord:

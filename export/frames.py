@@ -1,14 +1,14 @@
 """Frames as upstream's tests write them: hex split by layer, each layer under a
 scapy-style comment (`dnl IP(src='1.1.2.88', dst='1.1.2.92', flags='DF')`).
 
-Frames are dissected as they are on the wire (harness.compare), never rebuilt:
+Frames are dissected as they are on the wire (evidence.compare), never rebuilt:
 a wrong checksum shows as the value the frame carries.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from harness.compare import dissect_layers
+from evidence.compare import dissect_layers
 
 HEX_PER_LINE = 72  # upstream's frame lines are up to about 80 characters
 PAYLOAD_LAYERS = frozenset({"Raw", "Padding"})

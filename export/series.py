@@ -223,8 +223,8 @@ def source_version(src: Path) -> str:
 def default_source() -> Path:
     """Debian's source of the runtime's Open vSwitch, fetched and cached."""
     sys.path.insert(0, str(HERE.parent))
-    from harness.ovsbuild import debian_source
     from harness.runtime import LaunchError, provision
+    from tooling.ovsbuild import debian_source
     try:
         return debian_source(provision())[0]
     except LaunchError as exc:

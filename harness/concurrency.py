@@ -1,7 +1,7 @@
 """How many ids a run takes at once: the default, and whether the arguments chose.
 
-Stdlib only: the launcher (harness/cli.py) and the flake hunter
-(harness/flaky.py) decide on the bare host; fixtures/schedule.py, the
+Stdlib only: the launcher (tooling/cli.py) and the flake hunter
+(tooling/flaky.py) decide on the bare host; fixtures/schedule.py, the
 pytest-xdist scheduler, answers `-n auto` with the same number.
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Protocol
 
-from harness.control import Result, check
+from harness.control import Result
 from harness.wait import wait_until
 
 _STATS = re.compile(r", (packets|bytes|used|dp|offloaded|dp-extra-info):[^,]*(?=,)")
@@ -26,7 +26,8 @@ _STATS = re.compile(r", (packets|bytes|used|dp|offloaded|dp-extra-info):[^,]*(?=
 class Appctl(Protocol):
     """Anything that runs ovs-appctl commands (a Sandbox)."""
 
-    def appctl(self, command: str, *args: str, target: str = ...) -> Result: ...
+    def appctl(self, command: str, *args: str, target: str = ...,
+               rc: int | None = ...) -> Result: ...
 
 
 def installed(sb: Appctl) -> dict[str, str]:
@@ -34,7 +35,7 @@ def installed(sb: Appctl) -> dict[str, str]:
     out) and its actions.  Flows with the same match in several PMD threads
     appear once, with the actions of the last one listed."""
     flows: dict[str, str] = {}
-    for line in check(sb.appctl("dpctl/dump-flows")).stdout.splitlines():
+    for line in sb.appctl("dpctl/dump-flows").stdout.splitlines():
         match, sep, actions = line.partition(", actions:")
         if not sep or line.startswith("flow-dump from"):
             continue
@@ -67,7 +68,7 @@ def wait_retranslated(sb: Appctl, before: dict[str, str], *,
     def applied() -> bool:
         if not pending():
             return True
-        check(sb.appctl("revalidator/wait"))
+        sb.appctl("revalidator/wait")
         return not pending()
 
     def describe() -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from harness.control import Result, check
+from harness.control import Result
 
 
 class IfStatusError(ValueError):
@@ -179,10 +179,10 @@ def parse_interface(name: str, text: str) -> Interface:
 
 
 class _Vsctl(Protocol):
-    def vsctl(self, *args: str) -> Result: ...
+    def vsctl(self, *args: str, rc: int | None = ...) -> Result: ...
 
 
 def read_interface(sb: _Vsctl, name: str) -> Interface:
     """An Interface's status and statistics, with one ovs-vsctl call."""
-    return parse_interface(name, check(sb.vsctl("get", "Interface", name, "status", "statistics")).stdout)
+    return parse_interface(name, sb.vsctl("get", "Interface", name, "status", "statistics").stdout)
 

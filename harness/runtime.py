@@ -39,6 +39,10 @@ PACKAGES = [
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-pytest-xdist", "python3-pytest-timeout",
     "python3-hypothesis", "python3-matplotlib", "gdb", "ruff", "mypy",
+    # pip and setuptools: tests/test_install_venv.py installs the checkout, offline,
+    # into a clean venv that sees these (pyproject.toml's package list, as a user's
+    # `pip install .` reads it)
+    "python3-pip", "python3-setuptools",
     "chromium", "fonts-dejavu-core",
 ]
 

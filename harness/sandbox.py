@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TypedDict
 
 from harness import teardown_trace
-from harness.control import Result, Transcript, check, run_tool
+from harness.control import Result, Transcript, expect_rc, run_tool
 from harness.daemon import Daemon, DaemonDied, SandboxError
 from harness.install import OvsInstall
 from harness.logscan import scan_lines, scan_log, startup_stderr_problems
@@ -104,17 +104,17 @@ class Sandbox:
     def _start(self, timeout: float) -> "Sandbox":
         self.rundir.mkdir(parents=True, exist_ok=True)
         db = self.rundir / "conf.db"
-        check(self._tool([self.install.tool("ovsdb-tool"), "create", str(db),
-                          str(self.install.schema)]))
+        self._tool([self.install.tool("ovsdb-tool"), "create", str(db),
+                    str(self.install.schema)])
         self.ovsdb = Daemon("ovsdb-server", [
             self.install.tool("ovsdb-server"), "--no-chdir", "--pidfile", "--log-file",
             f"--remote=punix:{self.rundir / 'db.sock'}", "-vconsole:off", str(db),
         ], self.rundir, self.env)
         self.ovsdb.wait_ready(timeout)
-        check(self.vsctl("--no-wait", "init"))
+        self.vsctl("--no-wait", "init")
         if self.other_config:
-            check(self.vsctl("--no-wait", "set", "Open_vSwitch", ".",
-                             *(f"other_config:{k}={v}" for k, v in self.other_config.items())))
+            self.vsctl("--no-wait", "set", "Open_vSwitch", ".",
+                       *(f"other_config:{k}={v}" for k, v in self.other_config.items()))
         argv = [self.install.tool("ovs-vswitchd"), f"--enable-dummy={self.enable_dummy}"
                 if self.enable_dummy else "--enable-dummy",
                 "--disable-system", *([] if self.system_route else ["--disable-system-route"])]
@@ -218,18 +218,22 @@ class Sandbox:
 
     # -- control -----------------------------------------------------------
 
-    def _tool(self, argv: list[str], timeout: float = 30) -> Result:
-        return run_tool(argv, self.env, str(self.rundir), timeout, self.transcript)
+    # Each runner raises CommandFailed unless the command exits with `rc`
+    # (None: any exit, the caller inspects it); see harness.control.
 
-    def vsctl(self, *args: str) -> Result:
+    def _tool(self, argv: list[str], timeout: float = 30, *, rc: int | None = 0) -> Result:
+        return run_tool(argv, self.env, str(self.rundir), timeout, self.transcript, rc=rc)
+
+    def vsctl(self, *args: str, rc: int | None = 0) -> Result:
         return self._tool([self.install.tool("ovs-vsctl"), f"--timeout={self.vsctl_timeout:g}",
                            f"--db=unix:{self.rundir / 'db.sock'}", *args],
-                          timeout=self.vsctl_timeout + 5)
+                          timeout=self.vsctl_timeout + 5, rc=rc)
 
-    def ofctl(self, *args: str) -> Result:
-        return self._tool([self.install.tool("ovs-ofctl"), *args])
+    def ofctl(self, *args: str, rc: int | None = 0) -> Result:
+        return self._tool([self.install.tool("ovs-ofctl"), *args], rc=rc)
 
-    def appctl(self, command: str, *args: str, target: str = "ovs-vswitchd") -> Result:
+    def appctl(self, command: str, *args: str, target: str = "ovs-vswitchd",
+               rc: int | None = 0) -> Result:
         daemon = self.vswitchd if target == "ovs-vswitchd" else self.ovsdb
         if daemon is None:
             raise SandboxError(f"{target} is not running")
@@ -240,15 +244,15 @@ class Sandbox:
         result = Result(["ovs-appctl", *( [] if target == "ovs-vswitchd" else ["-t", target]),
                          command, *args], rc, out, err)
         self.transcript.add(result, time.perf_counter() - started)
-        return result
+        return expect_rc(result, rc)
 
-    def appctl_tool(self, *args: str) -> Result:
+    def appctl_tool(self, *args: str, rc: int | None = 0) -> Result:
         """A forked ovs-appctl, for what the in-process client cannot say
         (`--format json` is an option of the tool's own connection)."""
-        return self._tool([self.install.tool("ovs-appctl"), *args])
+        return self._tool([self.install.tool("ovs-appctl"), *args], rc=rc)
 
-    def dpctl(self, command: str, *args: str) -> Result:
-        return self.appctl(f"dpctl/{command}", *args)
+    def dpctl(self, command: str, *args: str, rc: int | None = 0) -> Result:
+        return self.appctl(f"dpctl/{command}", *args, rc=rc)
 
     def assert_alive(self) -> None:
         for daemon in (self.ovsdb, self.vswitchd):
@@ -268,17 +272,17 @@ class Sandbox:
 
     def add_of_br(self, name: str = "br0", *extra: str) -> Result:
         """Upstream's add_of_br: a dummy-datapath bridge with fixed dpid and hwaddr."""
-        return check(self.vsctl(
+        return self.vsctl(
             "add-br", name, "--", "set", "bridge", name, "datapath-type=dummy",
             "fail-mode=secure", "other-config:datapath-id=fedcba9876543210",
             "other-config:hwaddr=aa:55:aa:55:00:00",
             "protocols=[OpenFlow10,OpenFlow11,OpenFlow12,OpenFlow13,OpenFlow14,OpenFlow15]",
-            *(["--", *extra] if extra else [])))
+            *(["--", *extra] if extra else []))
 
     # -- counters ------------------------------------------------------------
 
     def coverage(self, counter: str) -> int:
-        res = check(self.appctl("coverage/read-counter", counter))
+        res = self.appctl("coverage/read-counter", counter)
         return int(res.stdout.strip())
 
     def wait_coverage(self, counter: str, value: int, timeout: float = 5.0) -> None:
@@ -293,7 +297,7 @@ class Sandbox:
         Parsed from the whole text, not line by line: when OVS cannot read a
         port's stats it prints ", could not retrieve stats (...)" without a line
         break, so the next port's header need not start a line (OVS 4.0.0)."""
-        out = check(self.dpctl("show", "-s")).stdout
+        out = self.dpctl("show", "-s").stdout
         stats: dict[str, dict[str, int]] = {}
         heads = list(re.finditer(r"port \d+: (\S+)", out))
         for i, head in enumerate(heads):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from datapath.backends.netns import Netns
 from datapath.backends.testpmd import FwdMode, TestPmd
-from harness.pcap import write_pcap
+from evidence.pcap import write_pcap
 from perf.kinds import JUMBO_MTU, CoreLayout, Kind
 from perf.sides import SWITCH_NAMES, TAP_NAMES, Side, SideError
 from perf.traffic import (

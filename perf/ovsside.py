@@ -14,10 +14,10 @@ from pathlib import Path
 from datapath.backends import dpdk, tap
 from datapath.backends.env import RealEnv
 from datapath.backends.vhost import VhostUserClientPort
-from harness.control import Transcript, check
+from evidence.pcap import write_pcap
+from harness.control import Transcript
 from harness.ifstatus import read_interface
 from harness.install import OvsInstall
-from harness.pcap import write_pcap
 from harness.pmdstats import parse_pmd_stats
 from harness.records import Command
 from harness.wait import wait_until
@@ -63,7 +63,7 @@ class OvsSide(Side):
                            sandbox_extra={"other_config": other_config})
         self.cleanup.defer("stop ovs-vswitchd", self._close_env)
         sb = self.env.sb
-        types = check(sb.vsctl("get", "Open_vSwitch", ".", "iface_types")).stdout
+        types = sb.vsctl("get", "Open_vSwitch", ".", "iface_types").stdout
         if kind.iface_type not in types.strip("[]\n").replace(" ", "").split(","):
             raise Unavailable(f"{self.description} has no '{kind.iface_type}' interfaces "
                               f"(iface_types: {types.strip()})")
@@ -120,10 +120,11 @@ class OvsSide(Side):
         assert self.env is not None
         sb = self.env.sb
         since = sb.log.mark()
+        # rc=None: a refused port is told apart below (mode unavailable or OVS's fault)
         added = sb.vsctl("add-port", BRIDGE, name, "--", "set", "Interface", name,
-                         f"ofport_request={ofport}", *settings)
+                         f"ofport_request={ofport}", *settings, rc=None)
         self.ports.append(name)
-        error = check(sb.vsctl("get", "Interface", name, "error")).stdout.strip()
+        error = sb.vsctl("get", "Interface", name, "error").stdout.strip()
         if added.rc == 0 and error in ("[]", ""):
             return
         errs = [ln for ln in sb.log.lines(after=since) if "|ERR|" in ln or "|WARN|" in ln]
@@ -169,14 +170,14 @@ class OvsSide(Side):
         sb = self.env.sb
         if self.kind.name == "p2p":  # its ports are sources: none while the rules change
             for name in self.ports:
-                check(sb.vsctl("del-port", BRIDGE, name))
+                sb.vsctl("del-port", BRIDGE, name)
             self.ports = []
         if flows_changed:
             rules = self.workdir / f"rules-{flows}.txt"
             rules.write_text(openflow_rules(flows))
             # One bundle: no packet meets a half-written table (and the catch-all).
-            check(sb.ofctl("--bundle", "replace-flows", BRIDGE, str(rules)))
-            check(sb.appctl("revalidator/purge"))
+            sb.ofctl("--bundle", "replace-flows", BRIDGE, str(rules))
+            sb.appctl("revalidator/purge")
         if self.kind.name == "p2p":
             self._p2p_ports(size, flows)
         else:
@@ -192,10 +193,10 @@ class OvsSide(Side):
             return
         sb = self.env.sb
         for name in self.ports:
-            check(sb.vsctl("set", "Interface", name, f"mtu_request={mtu}"))
+            sb.vsctl("set", "Interface", name, f"mtu_request={mtu}")
         for name in self.ports:
-            wait_until(lambda name=name: check(  # type: ignore[misc]
-                sb.vsctl("get", "Interface", name, "mtu")).stdout.strip() == str(mtu),
+            wait_until(lambda name=name: sb.vsctl(  # type: ignore[misc]
+                "get", "Interface", name, "mtu").stdout.strip() == str(mtu),
                 20, what=f"{name} to take MTU {mtu}")
         if self.kind.name == "veth" and self.gen_ns is not None:  # the far ends too
             for g in GEN_NAMES:
@@ -218,7 +219,7 @@ class OvsSide(Side):
 
     def switch_counters(self) -> tuple[int, int]:
         assert self.env is not None
-        ports = parse_dpctl_show(check(self.env.sb.dpctl("show", "-s")).stdout)
+        ports = parse_dpctl_show(self.env.sb.dpctl("show", "-s").stdout)
         got = [ports[name] for name in self.ports if name in ports]
         return sum(p.rx for p in got), sum(p.tx for p in got)
 
@@ -227,16 +228,16 @@ class OvsSide(Side):
     def before_window(self) -> None:
         assert self.env is not None
         sb = self.env.sb
-        self.ports0 = parse_dpctl_show(check(sb.dpctl("show", "-s")).stdout)
-        check(sb.appctl("dpif-netdev/pmd-stats-clear"))
+        self.ports0 = parse_dpctl_show(sb.dpctl("show", "-s").stdout)
+        sb.appctl("dpif-netdev/pmd-stats-clear")
 
     def after_window(self, sample: Sample, s0: Snapshot, s1: Snapshot) -> None:
         assert self.env is not None
         sb, m = self.env.sb, sample.metrics
         dt = s1.t - s0.t
-        threads = parse_pmd_stats(check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout)
+        threads = parse_pmd_stats(sb.appctl("dpif-netdev/pmd-stats-show").stdout)
         dp = summarize_threads(threads)
-        ports1 = parse_dpctl_show(check(sb.dpctl("show", "-s")).stdout)
+        ports1 = parse_dpctl_show(sb.dpctl("show", "-s").stdout)
         delta = counters_delta(self.ports0, ports1, self.ports)
         m["ovs_drop_pps"] = (delta.rx_dropped + delta.tx_dropped) / dt
         if not self.kind.generator:
@@ -252,7 +253,7 @@ class OvsSide(Side):
         working = pmd * (dp.busy_pct or 0.0) / 100 + other if dp.busy_pct is not None \
             else pmd + other
         m["pps_per_busy_cpu"] = rx / working if working else None
-        dump = check(sb.ofctl("dump-flows", BRIDGE, "cookie=0x5eed/-1")).stdout
+        dump = sb.ofctl("dump-flows", BRIDGE, "cookie=0x5eed/-1").stdout
         m["unmatched"] = float(parse_unmatched(dump))
         if not sb.vswitchd or not sb.vswitchd.alive():
             sb.assert_alive()

@@ -79,9 +79,9 @@ class PerfSession:
     """Runs the topologies the tests ask for and keeps what they measured."""
 
     def __init__(self, config: pytest.Config, builds: dict[str, OvsInstall]) -> None:
+        from fixtures.records import output_dir
         from perf.kinds import plan_cores
         from perf.records import AB_SIDES
-        from reports.plugin import output_dir
         self.config = config
         self.builds = builds
         self.ab = all(side in builds for side in AB_SIDES)
@@ -199,7 +199,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     page = perf.finish()
     if page:
-        from reports.plugin import add_index_link
+        from fixtures.records import add_index_link
         add_index_link(session.config, "Performance", os.path.basename(page))
         perf.say(f"perf: {page} (perf.json, perf.csv and the figures beside it)")
 

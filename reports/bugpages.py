@@ -100,7 +100,8 @@ def bug_view(bug: dict[str, Any], known: list[dict[str, Any]],
 def _facts(bug: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("class", bug.get("cls") or "bug"), ("severity", bug.get("severity")),
             ("where", bug.get("where")), ("why this class", bug.get("why")),
-            ("seen on OVS", bug.get("seen_in"))]
+            ("seen on OVS", bug.get("seen_in")), ("found by", bug.get("found_by")),
+            ("notes", bug.get("notes"))]
     return [(name, str(value)) for name, value in rows if value]
 
 

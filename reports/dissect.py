@@ -44,7 +44,7 @@ class DissectError(Exception):
 
 def write_pcap(frames_hex: list[str], pcap_path: str) -> None:
     """Write the frames (hex strings) to a classic Ethernet pcap file."""
-    from harness import pcap  # not at the top: this file also runs alone as the decoder child
+    from evidence import pcap  # not at the top: this file also runs alone as the decoder child
     frames: list[bytes] = []
     for index, frame_hex in enumerate(frames_hex):
         try:
@@ -70,7 +70,7 @@ def dissect(frames_hex: list[str], pcap_path: str) -> list[dict[str, Any]]:
         raise DissectError("tshark not found")
     # pyshark runs in a child process: its asyncio subprocess handling leaves child
     # watchers and half-reaped processes behind, which would disturb the test process.
-    from harness.tshark import CHECKSUM_PREFS, checksum_verdict  # parent side only, as above
+    from evidence.tshark import CHECKSUM_PREFS, checksum_verdict  # parent side only, as above
     command = [sys.executable, "-P", os.path.abspath(__file__), os.path.abspath(pcap_path), tshark,
                json.dumps(CHECKSUM_PREFS)]
     try:
@@ -141,7 +141,7 @@ def _layer(layer: Any) -> dict[str, Any]:
         checksums.append({
             "field": f"{name}.{base.replace('_', '.')}",
             "value": str(layer.get_field_value(base) or ""),
-            "status": raw_status,  # dissect() names it (harness.tshark.checksum_verdict)
+            "status": raw_status,  # dissect() names it (evidence.tshark.checksum_verdict)
             "calculated": str(layer.get_field_value(f"{base}_calculated") or ""),
         })
     return {"name": name, "summary": _summary(name, layer, field_names), "checksums": checksums}

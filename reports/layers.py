@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.compare import dissect_layers, layer_names
+from evidence.compare import dissect_layers, layer_names
 
 PAYLOAD_LAYERS = frozenset({"Raw", "Padding"})
 MAX_VALUE_CHARS = 60

@@ -1,18 +1,15 @@
-"""pytest plugin: one CaseRecord per test, results.json, JUnit XML and the HTML report.
+"""pytest plugin: results.json, JUnit XML and the HTML report of a run.
 
-Code that has the pytest item (or `request.node`) attaches evidence with
-`record_for(item)`; tests and fixtures can ask for the `case_record` fixture.
-Under pytest-xdist each worker attaches the finished record, as plain JSON, to the
-teardown report; the controller rebuilds it in `pytest_runtest_logreport` and is the
-only process that writes files.
+The records themselves are gathered by fixtures/records.py (`record_for`,
+`case_record`, the run's facts); under pytest-xdist each worker attaches the
+finished record to the teardown report, and the controller rebuilds it here,
+in `pytest_runtest_logreport`, and is the only process that writes files.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import time
-from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,21 +17,25 @@ from typing import Any
 
 import pytest
 
-from harness import teardown_trace
-from harness.records import DETAIL_OUTCOMES, FAILED_OUTCOMES, CaseRecord, RunRecord, known_bug_status
-from harness.runtime import host_path
-from reports.failures import PCAP_DIR, dissect_failures
-from reports.upstream import DEFAULT_FILE
+# Loaded by -p reports.plugin alone too: asserts rewritten as in any plugin.
+pytest.register_assert_rewrite("fixtures.records")
+from fixtures.records import (  # noqa: F401, E402  (re-exported: the report's own users)
+    LINKS_KEY,
+    REPORT_RECORD_ATTR,
+    REPORT_RUN_INFO_ATTR,
+    RUN_INFO_KEY,
+    add_index_link,
+    output_dir,
+    record_for,
+    set_run_info,
+)
+from harness import teardown_trace  # noqa: E402
+from harness.records import CaseRecord, RunRecord, known_bug_status  # noqa: E402
+from harness.runtime import host_path  # noqa: E402
+from reports.failures import PCAP_DIR, dissect_failures  # noqa: E402
 
-RECORD_KEY = pytest.StashKey[CaseRecord]()
-RUN_INFO_KEY = pytest.StashKey[dict[str, Any]]()
-
-# Attributes set on teardown reports; pytest serialises report.__dict__ for xdist.
-REPORT_RECORD_ATTR = "ovs_case_record"
-REPORT_RUN_INFO_ATTR = "ovs_run_info"
-
-MAX_PARAM_CHARS = 300
-MAX_SECTION_CHARS = 20000
+# The records this report renders are gathered there (-p reports.plugin alone loads it).
+pytest_plugins = ("fixtures.records",)
 
 
 @dataclass
@@ -49,7 +50,6 @@ class _State:
     problem: str | None = None
     # nodeid -> the outcome its call phase reported ("" before that)
     unfinished: dict[str, str] = field(default_factory=dict)
-    links: list[tuple[str, str]] = field(default_factory=list)  # extra index links
     known_bugs: list[dict[str, Any]] = field(default_factory=list)
     order: dict[str, int] = field(default_factory=dict)  # nodeid -> its place in the collection
 
@@ -57,211 +57,16 @@ class _State:
 _STATE_KEY = pytest.StashKey[_State]()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """The report's options: --out-dir and the others."""
-    group = parser.getgroup("reports", "OVS datapath test reports")
-    group.addoption(
-        "--out-dir", dest="reports_out_dir", default=None, metavar="DIR",
-        help="where results.json, index.html, junit.xml and artifacts go "
-             "(default: reports/out under the rootdir)",
-    )
-    group.addoption(
-        "--report-all-cases", dest="reports_all_cases", action="store_true", default=False,
-        help="write a case page for every case, passed and skipped ones too "
-             "(default: failed, error and xfailed cases only)",
-    )
-    group.addoption(
-        "--record-frames", dest="reports_record_frames", choices=("failed", "all"),
-        default="failed",
-        help="which cases keep their frames in results.json: failed, error and xfailed "
-             "ones (default), or all (for comparing builds; a larger file)",
-    )
-
-
-@pytest.hookimpl(tryfirst=True)  # before junitxml reads config.option.xmlpath
+@pytest.hookimpl(trylast=True)  # after fixtures/records.py chose the output directory
 def pytest_configure(config: pytest.Config) -> None:
-    """Set up the report's state and output directory (and junit.xml in it)."""
-    given = config.getoption("reports_out_dir")
-    if given:
-        out_dir = (config.invocation_params.dir / given).resolve()
-    else:
-        out_dir = config.rootpath / "reports" / "out"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if hasattr(config.option, "xmlpath") and not config.option.xmlpath:
-        config.option.xmlpath = str(out_dir / "junit.xml")
+    """Set up the report's state, in the run's output directory."""
     config.stash[_STATE_KEY] = _State(
-        out_dir=out_dir,
+        out_dir=output_dir(config),
         started_iso=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         started=time.monotonic(),
     )
     if not _is_worker(config):
         config.pluginmanager.register(_Collector(config), "reports-collector")
-
-
-def output_dir(config: pytest.Config) -> Path:
-    """The run's output directory; artifact paths in records are relative to it."""
-    return config.stash[_STATE_KEY].out_dir
-
-
-def add_index_link(config: pytest.Config, label: str, href: str) -> None:
-    """Link a page another plugin wrote into the output directory from index.html."""
-    state = config.stash.get(_STATE_KEY, None)
-    if state is not None:
-        state.links.append((label, href))
-
-
-def set_run_info(config: pytest.Config, backend: str, versions: dict[str, str],
-                 ovs_source: str = "", known_bugs: list[dict[str, Any]] | None = None) -> None:
-    """Store run-wide facts (backend name, component versions, which OVS ran and
-    how it was chosen) for the report.
-
-    Later calls add to earlier ones; an empty value keeps the one already set.
-    """
-    info = config.stash.get(RUN_INFO_KEY, None) or {"backend": "", "versions": {}}
-    if backend:
-        info["backend"] = backend
-    if ovs_source:
-        info["ovs_source"] = ovs_source
-    if known_bugs is not None:
-        info["known_bugs"] = known_bugs
-    info["versions"].update({str(k): str(v) for k, v in versions.items()})
-    config.stash[RUN_INFO_KEY] = info
-
-
-def record_for(item: pytest.Item) -> CaseRecord:
-    """The item's record, created on first use."""
-    record = item.stash.get(RECORD_KEY, None)
-    if record is None:
-        callspec = getattr(item, "callspec", None)
-        params = {}
-        if callspec is not None:
-            params = {str(k): _short(_param_text(v), MAX_PARAM_CHARS)
-                      for k, v in callspec.params.items()}
-        record = CaseRecord(nodeid=item.nodeid, params=params)
-        item.stash[RECORD_KEY] = record
-    return record
-
-
-@pytest.fixture
-def case_record(request: pytest.FixtureRequest) -> CaseRecord:
-    """The record of the running case, for attaching commands, steps, logs and artifacts."""
-    return record_for(request.node)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Where and when the case runs (its worker under pytest-xdist)."""
-    record = record_for(item)
-    record.worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    record.started = round(time.time(), 3)
-
-
-@pytest.hookimpl(hookwrapper=True)  # old-style wrapper: works with every pluggy pytest 7.4 allows
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    """Record each phase of a case into its CaseRecord."""
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
-    record = record_for(item)
-    _apply_phase(record, report)
-    if report.when == "teardown":
-        info = item.config.stash.get(RUN_INFO_KEY, None)
-        record.upstream = record.upstream or _upstream_of(item)
-        if record.upstream and not record.upstream_file:
-            record.upstream_file = _upstream_file_of(item)
-        if not record.backend and info:
-            record.backend = info["backend"]
-        config = item.config
-        if record.outcome not in DETAIL_OUTCOMES and not config.getoption("reports_all_cases"):
-            record.compact(keep_frames=config.getoption("reports_record_frames") == "all")
-        setattr(report, REPORT_RECORD_ATTR, record.to_json())
-        if info:
-            setattr(report, REPORT_RUN_INFO_ATTR, info)
-
-
-def _apply_phase(record: CaseRecord, report: pytest.TestReport) -> None:
-    """Fold one phase's report into the record's outcome, duration and longrepr."""
-    record.duration += report.duration
-    xfail_reason = getattr(report, "wasxfail", None)
-    if report.when == "setup":
-        if report.failed:
-            record.outcome = "error"
-            record.longrepr = _failure_text(report)
-        elif report.skipped:
-            record.outcome = "xfailed" if xfail_reason is not None else "skipped"
-            record.longrepr = _skip_text(report, xfail_reason)
-    elif report.when == "call":
-        if xfail_reason is not None and report.skipped:
-            record.outcome = "xfailed"
-            record.longrepr = _skip_text(report, xfail_reason)
-        elif xfail_reason is not None and report.passed:
-            record.outcome = "xpassed"
-            record.longrepr = f"XPASS: {xfail_reason}" if xfail_reason else "XPASS"
-        elif report.failed:
-            record.outcome = "failed"
-            record.longrepr = _failure_text(report)
-        elif report.skipped:
-            record.outcome = "skipped"
-            record.longrepr = _skip_text(report, None)
-        else:
-            record.outcome = "passed"
-    elif report.failed:  # teardown
-        if record.outcome not in FAILED_OUTCOMES:
-            record.outcome = "error"
-        text = _failure_text(report)
-        record.longrepr = f"{record.longrepr}\n\n[teardown]\n{text}" if record.longrepr else text
-
-
-def _failure_text(report: pytest.TestReport) -> str:
-    parts = [report.longreprtext]
-    for name, content in report.sections:
-        parts.append(f"----- {name} -----\n{_short(content, MAX_SECTION_CHARS)}")
-    return "\n".join(parts)
-
-
-def _skip_text(report: pytest.TestReport, xfail_reason: str | None) -> str:
-    if xfail_reason is not None:
-        reason = f"XFAIL: {xfail_reason}" if xfail_reason else "XFAIL"
-        if report.longrepr is None or isinstance(report.longrepr, tuple):
-            return reason
-        text = report.longreprtext
-        if text.rstrip().endswith("XFailed"):  # pytest.xfail(reason): the traceback repeats it
-            return reason
-        return f"{reason}\n{text}"
-    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
-    return report.longreprtext
-
-
-def _upstream_of(item: pytest.Item) -> str | None:
-    """The upstream test title: user_properties, the `upstream` marker, the module's `upstream`."""
-    for key, value in item.user_properties:
-        if key == "upstream" and value:
-            return _as_title(value)
-    marker = item.get_closest_marker("upstream")
-    if marker is not None and marker.args:
-        return _as_title(marker.args[0])
-    module = getattr(item, "module", None)
-    value = getattr(module, "upstream", None)
-    return _as_title(value) if value else None
-
-
-def _upstream_file_of(item: pytest.Item) -> str:
-    """The upstream file of the case's titles: user_properties, the marker's `file`
-    keyword, the module's `upstream_file`; dpif-netdev.at by default."""
-    for key, value in item.user_properties:
-        if key == "upstream_file" and value:
-            return str(value)
-    marker = item.get_closest_marker("upstream")
-    if marker is not None and marker.kwargs.get("file"):
-        return str(marker.kwargs["file"])
-    module = getattr(item, "module", None)
-    return str(getattr(module, "upstream_file", None) or DEFAULT_FILE)
-
-
-def _as_title(value: object) -> str:
-    if isinstance(value, (list, tuple)):
-        return "; ".join(str(v) for v in value)
-    return str(value)
 
 
 class _Collector:
@@ -358,7 +163,7 @@ def _write_reports(config: pytest.Config, state: Any, run: RunRecord) -> None:
 
         state.report_path = render(run, str(state.out_dir),
                                    all_pages=bool(config.getoption("reports_all_cases")),
-                                   links=state.links)
+                                   links=config.stash.get(LINKS_KEY, []))
     except Exception as exc:  # a broken report must not hide the test results
         state.problem = f"HTML report not written: {type(exc).__name__}: {exc}"
 
@@ -389,23 +194,6 @@ def bug_status_text(bug: dict[str, Any]) -> str:
     if status == "mixed":
         return f"mixed: present in {present} ids, absent in {absent}"
     return "untested (no selected case runs into it)"
-
-
-def _param_text(value: object) -> str:
-    """A parameter as its id would read: offload specs and enums by their short names."""
-    short = getattr(value, "id", None)
-    if isinstance(short, str):
-        return short
-    enum_value = getattr(value, "value", None)
-    if isinstance(enum_value, (str, int)) and type(value).__module__ != "builtins":
-        return str(enum_value)
-    return str(value)
-
-
-def _short(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... [{len(text) - limit} more chars]"
 
 
 def _is_worker(config: pytest.Config) -> bool:

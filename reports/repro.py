@@ -16,7 +16,7 @@ import re
 import shlex
 from pathlib import Path
 
-from harness import pcap
+from evidence import pcap
 from harness.records import CaseRecord
 
 RUN_VAR = '"$RUN"'
@@ -25,7 +25,7 @@ _SETUP_TOOLS = ("ovsdb-tool",)
 _PCAP_OPTION = re.compile(r"^options:(tx_pcap|pcap)=(.*)$")
 MAX_COMMENT_LINES = 12
 
-# The reproducer's pcap reader is harness/pcap.py itself, run alone (its main():
+# The reproducer's pcap reader is evidence/pcap.py itself, run alone (its main():
 # one hex line per complete frame, one line on stderr for a malformed file).
 PCAP_PY = Path(pcap.__file__).read_text()
 

@@ -226,7 +226,7 @@ def test_backend_option_parametrizes_the_topology() -> None:
     the backend's name; the capability matrix heads the run."""
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                            "--collect-only", "--backend", "dummy,tap",
-                           "cases/test_csum_offload.py::test_tcp_csum_simple_match"],
+                           "cases/dpif_netdev/test_csum_offload.py::test_tcp_csum_simple_match"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "test_tcp_csum_simple_match[dummy]" in proc.stdout
@@ -300,7 +300,7 @@ def test_afxdp_and_dpdk_envs_leave_nothing(real_env, ovs_install) -> None:
     port, a background testpmd): after close() their namespaces, processes,
     bpffs mounts and files are gone, and /dev/shm is as before."""
     from datapath.backends import afxdp, dpdk, tap
-    from fixtures.system_dpdk import BackgroundTestPmd
+    from fixtures.system_dpdk.macros import BackgroundTestPmd
     built = [b for b in ("afxdp", "dpdk") if unavailable(b, ovs_install) is None]
     if not built:
         pytest.skip(f"afxdp: {unavailable('afxdp', ovs_install)}; "
@@ -353,7 +353,7 @@ def test_hold_resources_until_interrupted(real_env, ovs_install) -> None:
                          userspace_tso=True))
     pids = [env.spawn("iperf3", ["iperf3", "-s"], env.peer("p2"),
                       stdout=subprocess.DEVNULL).pid]
-    # A Linux tunnel peer (cases/test_kernel_peer.py): a VXLAN device, a capture
+    # A Linux tunnel peer (cases/real_ports/test_kernel_peer.py): a VXLAN device, a capture
     # on it and a listener behind it, in a namespace of the run.
     from datapath.backends.native_tunnel import Sniffer, add_native_tunnel, missing
     if missing("vxlan") is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from datapath.model import bugs
-from export import cli, writeup
+from export import cli
 from fixtures.capabilities import ALL_BACKENDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def test_an_entry_has_a_class_a_severity_and_a_root_cause_group(bug: bugs.OvsBug
 
 def node_id(case: str) -> str:
     """The pytest node id of a RealPort case ("--backend NAME " first, or not)."""
-    match = re.fullmatch(r"(?:--backend (\w+) )?(cases/\w+\.py::\w+(?:\[[^\]]+\])?)", case)
+    match = re.fullmatch(r"(?:--backend (\w+) )?(cases/\w+/\w+\.py::\w+(?:\[[^\]]+\])?)", case)
     assert match, f"not a [--backend NAME] node id: {case!r}"
     assert match.group(1) in (None, *ALL_BACKENDS), case
     assert match.group(1) != "dummy", f"netdev-dummy is no real port: {case!r}"
@@ -82,14 +82,15 @@ def test_every_named_case_is_collected() -> None:
 
 
 def test_one_fix_one_group() -> None:
-    """Entries of one root-cause group carry the same fix hint in their write-up;
-    every entry of class bug has a written rule."""
-    groups: dict[str, set[str]] = {}
+    """Every entry of class bug has a written rule and an export title; every group
+    of an entry with a rule has one fix hint (kept once per group, FIX_HINTS), and
+    no hint names a group no entry has."""
     for bug in bugs.ALL:
-        assert bug.key in writeup.RULES or bug.cls != "bug", bug.key
-        if bug.key in writeup.RULES:
-            groups.setdefault(bug.root_cause, set()).add(writeup.RULES[bug.key].fix_hint)
-    assert all(len(hints) == 1 for hints in groups.values()), groups
+        assert (bug.rule and bug.at_title) or bug.cls != "bug", bug.key
+        assert bool(bug.rule) is bool(bug.at_title), bug.key
+        if bug.rule:
+            assert bugs.FIX_HINTS.get(bug.root_cause), bug.key
+    assert set(bugs.FIX_HINTS) <= {b.root_cause for b in bugs.ALL}
 
 
 def test_export_candidates_name_known_entries() -> None:

@@ -11,7 +11,7 @@ from scapy.layers.vxlan import VXLAN
 
 from fixtures.shard import deal, load_durations, parse_shard
 from harness.records import CaseRecord, RunRecord, Step
-from reports.buildcompare import compare_runs, field_paths, main
+from tooling.buildcompare import compare_runs, field_paths, main
 
 pytest_plugins = ["pytester"]
 

@@ -140,9 +140,13 @@ OWNED_NAMES = {"rep_call", "wasxfail", "pytest_runtest_makereport", "log_excerpt
 OWNED_ATTRIBUTES = {"failed", "passed", "skipped"}  # of a report
 SCANNED = ("fixtures", "cases", "datapath", "harness", "perf")
 OWNER = Path("fixtures/case_scope.py")
-# Not an id's end: the record's own field; perf's topologies, which are no ids.
+# Not an id's end: the record's own field; perf's topologies, which are no ids;
+# the case record's phases as the report shows them (no sandbox decision).
 ALLOWED = {(Path("harness/records.py"), "log_excerpt"),
-           (Path("perf/plugin.py"), "keep_sandbox")}
+           (Path("perf/plugin.py"), "keep_sandbox"),
+           *((Path("fixtures/records.py"), name) for name in (
+               "pytest_runtest_makereport", "wasxfail", "report.failed", "report.passed",
+               "report.skipped"))}
 
 
 def owned_uses(source: str) -> list[tuple[int, str]]:

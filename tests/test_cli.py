@@ -1,4 +1,4 @@
-"""`./ovstest`'s front door (harness/cli.py): every mode the parser accepts is in
+"""`./ovstest`'s front door (tooling/cli.py): every mode the parser accepts is in
 `./ovstest --help` with one line on what it does and an example that parses to
 it, `./ovstest MODE --help` works for each, and arguments reach the right place."""
 from __future__ import annotations
@@ -9,8 +9,9 @@ import shlex
 
 import pytest
 
-from harness import cli, concurrency, launcher
+from harness import concurrency
 from harness.runtime import LaunchError
+from tooling import cli, launcher
 
 # The modes issue 19 asks the front door to list; more may come, none may go.
 PROMISED = {"suite", "test", "compare", "perf", "bench", "export-at", "export", "provision", "shell",
@@ -95,9 +96,9 @@ def test_each_example_parses_to_its_mode(mode: str, capsys: pytest.CaptureFixtur
 
 def test_options_before_or_after_the_mode_and_the_rest_in_order() -> None:
     args, extra = cli.parse(["--ovs-bindir", "a", "suite", "-q", "-k", "udp and x",
-                             "cases/test_basic.py", "--out-dir=o"])
+                             "cases/dpif_netdev/test_basic.py", "--out-dir=o"])
     assert (args.mode, args.ovs_bindir) == ("suite", "a")
-    assert extra == ["-q", "-k", "udp and x", "cases/test_basic.py", "--out-dir=o"]
+    assert extra == ["-q", "-k", "udp and x", "cases/dpif_netdev/test_basic.py", "--out-dir=o"]
     args, _ = cli.parse(["flaky", "--ovs-bindir", "b", "--runs", "2"])
     assert (args.ovs_bindir, args.runs, args.stress) == ("b", "2", False)
     assert cli.parse(["shell", "echo", "--runs"])[1] == ["echo", "--runs"]  # a command's own
@@ -107,7 +108,7 @@ def test_options_before_or_after_the_mode_and_the_rest_in_order() -> None:
     (["suite", "--quick"], "--quick is for './ovstest perf'"),
     (["test", "--patch-runs=3"], "--ovs-configure, --baseline-upstream, --patch and "
      "--patch-runs are for './ovstest coverage'"),
-    (["suite", "--series", "x"], "--series is for './ovstest export'"),
+    (["suite", "--series", "x"], "--series, --readme and --check are for './ovstest export'"),
     (["test", "--ovs-src", "x"], "--ovs-src is for './ovstest export' and './ovstest coverage'"),
     (["flaky", "--candidate", "x"],
      "--baseline and --candidate are for './ovstest compare' and './ovstest perf'"),
@@ -121,18 +122,25 @@ def test_another_modes_option_is_refused(argv: list[str], message: str) -> None:
 def test_export_needs_a_series_directory() -> None:
     with pytest.raises(LaunchError) as refused:
         cli.parse(["export"])
-    assert str(refused.value) == "export needs --series DIR"
+    assert str(refused.value) == "export needs --series DIR or --readme"
+    for argv, message in ((["export", "--series", "d", "--readme"], "export needs --series DIR or --readme"),
+                          (["export", "--series", "d", "--check"], "export: --check goes with --readme")):
+        with pytest.raises(LaunchError) as refused:
+            cli.parse(argv)
+        assert str(refused.value) == message
+    assert cli.parse(["export", "--readme", "--check"])[0].check
     args, extra = cli.parse(["export", "--series", "d", "--ovs-src", "s"])
     assert (args.series, args.ovs_src, extra) == ("d", "s", [])
 
 
 @pytest.mark.parametrize("mode,args,expect", [
     ("suite", ["-q"], ["-n", "auto", "-q"]),
-    ("test", ["cases/test_basic.py"], ["-n", "auto", "cases/test_basic.py"]),
+    ("test", ["cases/dpif_netdev/test_basic.py"], ["-n", "auto", "cases/dpif_netdev/test_basic.py"]),
     ("suite", ["-n", "0", "-q"], ["-n", "0", "-q"]),  # serial
     ("suite", ["-n4"], ["-n4"]),
     ("suite", ["-p", "no:xdist"], ["-p", "no:xdist"]),
-    ("suite", ["cases/test_basic.py::test_receive"], ["cases/test_basic.py::test_receive"]),
+    ("suite", ["cases/dpif_netdev/test_basic.py::test_receive"],
+     ["cases/dpif_netdev/test_basic.py::test_receive"]),
     ("suite", ["--collect-only"], ["--collect-only"]),
     ("perf", ["-q"], ["-q"]), ("coverage", ["-q"], ["-q"]), ("flaky", ["-q"], ["-q"])])
 def test_modes_run_concurrently_unless_the_arguments_choose(mode: str, args: list[str],

@@ -1,4 +1,4 @@
-"""Unit tests for harness.compare: field diffs, sequence diffs, FrameMismatch."""
+"""Unit tests for evidence.compare: field diffs, sequence diffs, FrameMismatch."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.layers.vxlan import VXLAN
 
-import harness.compare as compare
-from harness.compare import (
+import evidence.compare as compare
+from evidence.compare import (
     FrameMismatch,
     assert_frames_equal,
     compare_frames,

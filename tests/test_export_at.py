@@ -203,7 +203,8 @@ def test_writeup_keeps_node_ids_whole() -> None:
     one line: a reader searches for them and copies them."""
     bug = bugs.TSO_SHORT_TUNNEL_ASSERT
     case = _case(bug.key, "xfailed")
-    case.nodeid = "cases/test_tso.py::test_tso_edges_tunnel[geneve-ul4-csum_on-in4-400B-PA-tx_none]"
+    case.nodeid = ("cases/dpif_netdev/test_tso.py::test_tso_edges_tunnel"
+                   "[geneve-ul4-csum_on-in4-400B-PA-tx_none]")
     lines = writeup.render(case, "t.at", "dpif-netdev - x", bug.key, bug, "OVS 4.0.0").splitlines()
     ids = [p.node_id for p in bug.real_ports if p.case] + [case.nodeid]
     assert len(ids) == 2 and all(len(i) > writeup.WIDTH - 4 for i in ids)  # longer than a line
@@ -233,7 +234,7 @@ def test_minimal_case_is_the_smallest_frame_that_xfails_on_the_bug() -> None:
 
 
 @pytest.mark.parametrize("given", ["no-such-bug", "cases/test_nothing_here.py::test_x",
-                                   "cases/test_tso.py"])
+                                   "cases/dpif_netdev/test_tso.py"])
 def test_unknown_id_is_one_line_and_exit_code_2(given: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([given, "--out-dir", "/nonexistent/never-written"]) == 2
     err = capsys.readouterr().err
@@ -254,7 +255,7 @@ def test_a_bug_key_exports_its_minimal_case_from_results(tmp_path, capsys) -> No
     out = tmp_path / "out"
     assert cli.main(["gre-csum-at-push", "--results", str(results), "--out-dir", str(out)]) == 0
     text = (out / "gre-csum-at-push.at").read_text()
-    assert text.startswith("AT_SETUP([dpif-netdev - " + writeup.RULES["gre-csum-at-push"].title)
+    assert text.startswith("AT_SETUP([dpif-netdev - " + bugs.GRE_CSUM_AT_PUSH.at_title)
     assert "AT_KEYWORDS([userspace offload gre-csum-at-push])" in text
     report = (out / "gre-csum-at-push.txt").read_text()
     assert case.nodeid in report and "OVS 4.0.0" in report
@@ -263,7 +264,7 @@ def test_a_bug_key_exports_its_minimal_case_from_results(tmp_path, capsys) -> No
 
 
 def test_launcher_runs_export_inside_the_runtime() -> None:
-    from harness.launcher import inner_args
+    from tooling.launcher import inner_args
     assert inner_args("export-at", ["gre-csum-at-push"]) == ["-m", "export", "gre-csum-at-push"]
 
 

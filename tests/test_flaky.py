@@ -1,5 +1,5 @@
-"""Unit tests for `./ovstest flaky`: the shuffle (harness/shuffle.py), the
-verdicts (harness/flakiness.py) and the driver (harness/flaky.py), on synthetic
+"""Unit tests for `./ovstest flaky`: the shuffle (tooling/shuffle.py), the
+verdicts (tooling/flakiness.py) and the driver (tooling/flaky.py), on synthetic
 run results; no OVS."""
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import concurrency, flakiness, flaky, launcher
-from harness.flakiness import Outcome, Run, classify, failure_message
+from harness import concurrency
 from harness.records import CaseRecord, RunRecord
-from harness.shuffle import shuffle_tree
+from tooling import flakiness, flaky, launcher
+from tooling.flakiness import Outcome, Run, classify, failure_message
+from tooling.shuffle import shuffle_tree
 
 A, B, C, D = (f"cases/test_m.py::test_{n}" for n in "abcd")
 OTHER = "cases/test_other.py::test_x"
@@ -220,7 +221,7 @@ def test_plans_alternate_the_load_under_stress() -> None:
 def test_the_sealed_command_wraps_pytest_in_hogs_only_under_stress() -> None:
     calm = flaky.Plan(1, 11, "calm", 0)
     argv, env = flaky.command(calm, ["-m", "pytest", "cases"], Path("/src/out/run-01"), 2)
-    assert argv == ["python3", "-m", "pytest", "cases", "-p", "harness.shuffle",
+    assert argv == ["python3", "-m", "pytest", "cases", "-p", "tooling.shuffle",
                     "--out-dir=/src/out/run-01"]
     assert env == {"OVSTEST_SHUFFLE_SEED": "11", "OVSTEST_SHUFFLE_ORDER": "/src/out/run-01/order.json"}
     argv, _ = flaky.command(flaky.Plan(2, 12, "hogs+n2", 2), ["-m", "pytest"], Path("/o"), 2)

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from harness.gcovrun import datapath_files, gcda_matches, upstream_numbers
-from harness.idgroups import Group, modules, next_group, part_label, split
-from harness.idselect import keep_listed
-from harness.patchlines import parse_diff, reached, read_patch, states
-from reports import gcov
+from tooling import gcov_pages
+from tooling.gcovrun import datapath_files, gcda_matches, upstream_numbers
+from tooling.idgroups import Group, modules, next_group, part_label, split
+from tooling.idselect import keep_listed
+from tooling.patchlines import parse_diff, reached, read_patch, states
 
 pytest_plugins = ["pytester"]
 
@@ -132,7 +132,7 @@ UPSTREAM = report({"lib/a.c": {1: 2, 2: 0, 3: 4, 10: 0, 11: 0},
 
 
 def test_side_by_side_per_file_and_function() -> None:
-    rows = {r.path: r for r in gcov.side_by_side(OURS, UPSTREAM, ["lib/a.c", "lib/b.c",
+    rows = {r.path: r for r in gcov_pages.side_by_side(OURS, UPSTREAM, ["lib/a.c", "lib/b.c",
                                                                   "lib/c.c"])}
     a = rows["lib/a.c"]
     assert (a.lines, a.ours.covered, a.upstream.covered) == (5, 3, 2)
@@ -155,7 +155,7 @@ def test_side_by_side_per_file_and_function() -> None:
 
 def test_a_file_only_one_side_ran_counts_as_zero_on_the_other() -> None:
     ours = report({"lib/d.c": {1: 1, 2: 0}}, functions={"lib/d.c": [("d", 1, 1)]})
-    row = gcov.side_by_side(ours, report({}), ["lib/d.c"])[0]
+    row = gcov_pages.side_by_side(ours, report({}), ["lib/d.c"])[0]
     assert row.built and (row.ours.covered, row.upstream.covered, row.lines) == (1, 0, 2)
     assert row.upstream_only == [] and row.ours_only == [1]
 
@@ -163,13 +163,13 @@ def test_a_file_only_one_side_ran_counts_as_zero_on_the_other() -> None:
 def test_lines_without_function_names_go_to_the_function_before_them() -> None:
     rep = report({"lib/e.c": {2: 1, 3: 1, 8: 0}}, functions={"lib/e.c": [("e1", 1, 1),
                                                                          ("e2", 7, 0)]})
-    row = gcov.side_by_side(rep, rep, ["lib/e.c"])[0]
+    row = gcov_pages.side_by_side(rep, rep, ["lib/e.c"])[0]
     assert {f.name: f.lines for f in row.functions} == {"e1": 2, "e2": 1}
 
 
 def test_ranges() -> None:
-    assert gcov.ranges([3, 4, 5, 9, 11, 12]) == "3-5, 9, 11-12"
-    assert gcov.ranges([]) == ""
+    assert gcov_pages.ranges([3, 4, 5, 9, 11, 12]) == "3-5, 9, 11-12"
+    assert gcov_pages.ranges([]) == ""
 
 
 def test_group_splitting_goes_module_function_halves_ids() -> None:
@@ -218,9 +218,9 @@ def test_finest_groups_name_the_narrowest_run_that_reached_a_line() -> None:
         {"label": "i1", "level": "id", "nodeids": ["i1"], "parent": 1, "reached": []},
         {"label": "i2", "level": "id", "nodeids": ["i2"], "parent": 1, "reached": [key]},
     ]
-    assert gcov.finest(groups, ("lib/a.c", 5)) == [2, 4]
-    assert gcov.finest(groups, ("lib/a.c", 6)) == [0]  # no child run reached it
-    assert gcov.finest(groups, ("lib/a.c", 7)) == []
+    assert gcov_pages.finest(groups, ("lib/a.c", 5)) == [2, 4]
+    assert gcov_pages.finest(groups, ("lib/a.c", 6)) == [0]  # no child run reached it
+    assert gcov_pages.finest(groups, ("lib/a.c", 7)) == []
 
 
 def test_upstream_numbers_from_the_testsuite_listing() -> None:
@@ -273,7 +273,7 @@ def test_idselect_plugin_runs_only_the_listed_ids(pytester: pytest.Pytester,
     monkeypatch.setenv("OVSTEST_IDS", str(pytester.path / "ids.txt"))
     monkeypatch.setenv("OVSTEST_IDS_OUT", str(pytester.path / "out.txt"))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may run in a worker
-    result = pytester.runpytest("-p", "harness.idselect", "-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "tooling.idselect", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, deselected=2)
     assert (pytester.path / "out.txt").read_text() == "test_sel.py::test_n[2]\n"
 
@@ -297,7 +297,7 @@ def test_pages_and_json_from_an_out_dir(tmp_path: Path, capsys: pytest.CaptureFi
          "groups": [{"label": "cases/test_a.py::test_q[1]", "level": "id",
                      "nodeids": ["cases/test_a.py::test_q[1]"], "parent": None,
                      "reached": [["lib/a.c", 2]], "rc": 0, "seconds": 1.0}]}))
-    assert gcov.main([str(tmp_path)]) == 0
+    assert gcov_pages.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "lib/b.c" in out and "1 changed lines not reached" in out
     data = json.loads((tmp_path / "coverage-compare.json").read_text())

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import launcher
 from harness.install import BUILD_SUBDIR, TOOLS, InstallError, OvsInstall, find_layout, identity, library_env
 from harness.runtime import LaunchError, upstream_version
+from tooling import launcher, seal
 
 ROOT = Path(__file__).resolve().parent.parent
 WRAPPER = "#! /bin/bash\n# vswitchd/{name} - temporary wrapper script for .libs/{name}\n" \
@@ -154,11 +154,11 @@ def test_launcher_resolves_user_paths_where_they_were_typed(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OVSTEST_CWD", str(tmp_path))
     rw: list[Path] = []
-    assert launcher.sealed_path(Path("out"), rw) == tmp_path / "out"
+    assert seal.sealed_path(Path("out"), rw) == tmp_path / "out"
     assert rw == [tmp_path / "out"] and (tmp_path / "out").is_dir()
-    inside = launcher.sealed_path(launcher.REPO_ROOT / "reports/out-x", rw)
+    inside = seal.sealed_path(launcher.REPO_ROOT / "reports/out-x", rw)
     assert inside == Path("/src/reports/out-x") and len(rw) == 1
-    args, mounts = launcher.out_dir_mounts(["-q", "--out-dir=out2", "-k", "x"])
+    args, mounts = seal.out_dir_mounts(["-q", "--out-dir=out2", "-k", "x"])
     assert args == ["-q", f"--out-dir={tmp_path / 'out2'}", "-k", "x"]
     assert mounts == (tmp_path / "out2",)
 
@@ -178,7 +178,7 @@ def test_debian_versions_reduce_to_upstream() -> None:
     (["perf", "--candidate", "runtime"], "perf: --baseline and --candidate go together"),
 ])
 def test_launcher_bad_input_is_one_line_and_exit_2(argv: list[str], message: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness.launcher", *argv], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "tooling.launcher", *argv], cwd=ROOT,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "OVSTEST_CACHE": "/nonexistent-cache"})
     assert proc.returncode == 2

@@ -1,4 +1,4 @@
-"""The pure parts of the Linux-peer checks: ping's summary, frame matching,
+"""The pure parts of the Linux-peer checks: ping's summary,
 802.1Q tags, tunnel frame recognition, the kernel-feature probe's answer."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from datapath.model.actions import PushTunnel, output
 from datapath.model.tunnel import TunnelSpec
 from datapath.offloads import TxOffloads
 from fixtures.frames import compose
-from fixtures.kernel_peer import insert_vlan, match_frames, strip_vlan, tunnel_frame, udp_src, vlan_of
-from fixtures.system_traffic import format_ping
+from fixtures.system_userspace.kernel_peer import insert_vlan, strip_vlan, tunnel_frame, udp_src, vlan_of
+from fixtures.upstream_system import format_ping
 
 PING = """PING 10.1.1.100 (10.1.1.100) 56(84) bytes of data.
 
@@ -58,17 +58,6 @@ def test_vlan_tags() -> None:
     assert tagged[12:16] == bytes.fromhex("8100002a") and strip_vlan(tagged) == frame
 
 
-def test_match_frames_is_a_multiset_comparison() -> None:
-    a, b = compose("tcp", 4), compose("udp", 4)
-    assert match_frames([a, b], [b, a]) == []  # interleaved flows: same frames
-    lines = match_frames([a, a], [a])
-    assert lines and "expected 1, got 0" in " ".join(lines)
-    assert match_frames([a], [a, b])  # a surplus frame is a difference
-    bad = bytearray(a)
-    bad[24] ^= 0xFF  # IP checksum
-    assert any("IP.chksum" in line for line in match_frames([a], [bytes(bad)]))
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="the probe makes a namespace (root)")
 def test_probe_names_the_kernel_feature() -> None:
     from datapath.backends.native_tunnel import KINDS, missing
@@ -86,7 +75,7 @@ def test_link_chatter_is_ipv6_housekeeping_only() -> None:
 
     from datapath.backends.kernel import link_chatter
     from fixtures.frames import encapsulate
-    from fixtures.kernel_peer import carries_chatter
+    from fixtures.system_userspace.kernel_peer import carries_chatter
     mld = bytes(Ether() / IPv6(src="::", dst="ff02::16") / IPv6ExtHdrHopByHop()
                 / ICMPv6MLReport2())
     ns = bytes(Ether() / Dot1Q(vlan=5) / IPv6(dst="ff02::1:ff00:1") / ICMPv6ND_NS(tgt="fe80::1"))

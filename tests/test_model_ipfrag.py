@@ -8,7 +8,7 @@ import pytest
 
 from datapath.model import csum
 from datapath.model.ipfrag import Reassembly, is_fragment, parse
-from fixtures.system_ct_frag import (
+from fixtures.system_userspace.system_ct_frag import (
     V4_FIRST,
     V4_LAST,
     V4_LAST_OVERLAP,

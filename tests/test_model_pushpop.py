@@ -20,8 +20,8 @@ from datapath.model.packet import Packet, with_vlan
 from datapath.model.tnl_headers import GeneveOpt, erspan_base
 from datapath.model.tunnel import TunnelError, TunnelSpec, push
 from datapath.offloads import RxFlags
-from fixtures import pushpop_frames as F
-from harness.compare import diff_frames
+from evidence.compare import diff_frames
+from fixtures.tunnel_push_pop import pushpop_frames as F
 from tests import upstream_pushpop_vectors as V
 from tests.odp_header import parse
 

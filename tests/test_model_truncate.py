@@ -1,6 +1,6 @@
 """output(port, max_len) in the model (send.truncate, rule E8), against a
 frame the Linux kernel sent and OVS 4.0.0 truncated in
-cases/test_system_traffic_truncate.py (the tso flavour): the kernel's veth
+cases/system_userspace/test_system_traffic_truncate.py (the tso flavour): the kernel's veth
 left the UDP checksum to the "NIC" (0x4e62 on the wire), OVS completed it over
 the first 100 bytes only (0x4966)."""
 from __future__ import annotations

@@ -8,9 +8,9 @@ from datapath import model
 from datapath.model.actions import output
 from datapath.model.packet import Packet
 from datapath.offloads import RxFlags, TxOffloads
+from fixtures.dpif_netdev.upstream_tso_vectors import V4_BIG, V4_SEGS, V6_BIG, V6_SEGS
 from fixtures.frames import compose, tso_frame
 from fixtures.tunnel import FALLBACK_TUNNELS, fallback_spec
-from fixtures.upstream_tso_vectors import V4_BIG, V4_SEGS, V6_BIG, V6_SEGS
 
 
 def big(ipv: int) -> bytes:
@@ -60,8 +60,8 @@ def test_upstream_tunnel_tso_fallback_vectors() -> None:
     differ only where the known GRE checksum bug applies (IPv6 GRE with csum)."""
     from datapath.model.actions import PushTunnel
     from datapath.model.bugs import GRE_CSUM_AT_PUSH
-    from fixtures.upstream_tso_vectors import FRAMES, expand
-    from harness.compare import diff_frames
+    from evidence.compare import diff_frames
+    from fixtures.dpif_netdev.upstream_tso_vectors import FRAMES, expand
     actions = []
     for n, (kind, ul, csum) in enumerate(FALLBACK_TUNNELS, start=2):
         actions += [PushTunnel(fallback_spec(kind, ul, csum), str(n)), output("p1")]

@@ -11,10 +11,10 @@ from datapath.model.packet import Packet
 from datapath.model.send import transmit
 from datapath.model.tunnel import TunnelError, TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
+from evidence.compare import diff_frames
+from fixtures.dpif_netdev.upstream_tunnel_vectors import TUNNEL_TESTS, resolve
 from fixtures.frames import compose, with_l4_csum
 from fixtures.tunnel import INNERS, UPSTREAM_INNER, model_actions, spec, upstream_steps
-from fixtures.upstream_tunnel_vectors import TUNNEL_TESTS, resolve
-from harness.compare import diff_frames
 
 CASES = [(title, ul, inner) for title in TUNNEL_TESTS
          for ul, inner in [(int(title[3]), UPSTREAM_INNER[title.split(" - ", 1)[1]])]]

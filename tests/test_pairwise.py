@@ -21,7 +21,7 @@ def test_cover_reports_what_the_base_rows_cannot_hold() -> None:
 
 
 def test_tx_product_is_complete_and_pairwise() -> None:
-    from cases.test_tx_product import AXES, BASE, ROWS, TOPOLOGIES, tx_sets
+    from cases.matrices.test_tx_product import AXES, BASE, ROWS, TOPOLOGIES, tx_sets
     sets = tx_sets()
     assert len({t.id for t in sets}) == 81
     assert {(r["topology"], r["tx"]) for r in ROWS} == {(t, s.id) for t in TOPOLOGIES for s in sets}

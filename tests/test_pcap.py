@@ -1,4 +1,4 @@
-"""Unit tests for harness.pcap: reading, incremental reading and writing."""
+"""Unit tests for evidence.pcap: reading, incremental reading and writing."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import harness.pcap
-from harness.pcap import MAX_RECORD_LEN, PcapError, PcapReader, main, read_all, write_pcap
-from harness.pcap import pcap_bytes as to_bytes
+import evidence.pcap
+from evidence.pcap import MAX_RECORD_LEN, PcapError, PcapReader, main, read_all, write_pcap
+from evidence.pcap import pcap_bytes as to_bytes
 
 FRAMES = [
     bytes(range(60)),
@@ -220,7 +220,7 @@ def test_main_reports_a_malformed_file_in_one_line(tmp_path: Path, data: bytes,
     status 1 and exactly one line on stderr that names the file and the fault."""
     path = tmp_path / "bad.pcap"
     path.write_bytes(data)
-    proc = subprocess.run([sys.executable, "-I", harness.pcap.__file__, str(path)],
+    proc = subprocess.run([sys.executable, "-I", evidence.pcap.__file__, str(path)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and proc.stdout == ""
     lines = proc.stderr.splitlines()

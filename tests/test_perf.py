@@ -382,7 +382,7 @@ def test_perf_cases_are_deselected_unless_asked_for(pytester: pytest.Pytester,
     pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT), os.environ.get("PYTHONPATH", "")]))
     pytester._monkeypatch.chdir(ROOT)
-    args = [str(ROOT / "cases" / "test_perf.py"), "--collect-only", "-q", "-p",
+    args = [str(ROOT / "cases" / "throughput" / "test_perf.py"), "--collect-only", "-q", "-p",
             "no:cacheprovider", f"--out-dir={pytester.path / 'out'}"]
     if markexpr:
         args += ["-m", markexpr]

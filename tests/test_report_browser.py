@@ -172,9 +172,9 @@ def test_report_of_a_real_run_in_chromium(pytester: pytest.Pytester, pytestconfi
         assert load.errors == []
         assert browser.evaluate("document.querySelectorAll('#trace-dpif-netdev-at tbody tr').length") == 48
         assert browser.evaluate("document.querySelectorAll('#trace-pmd-at tbody tr').length") == 20
-        from reports.upstream import FILES
+        from harness.upstream import TESTSUITES
         assert browser.evaluate("document.querySelectorAll('#trace-files tbody tr').length") \
-            == len(FILES)
+            == sum(len(ts.files) for ts in TESTSUITES)
         assert browser.evaluate("document.querySelector('#trace-dpif-netdev-at tr[data-status=failed] "
                                 "td:nth-child(2)').textContent") == "dpif-netdev - ip csum offload"
     assert _processes_in_group(group) == [], "chromium left processes behind"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from harness.records import CaseRecord, Command, RunRecord, Step
+from harness.upstream import TITLES, UPSTREAM_TESTS
 from reports.index import Entry, embed_json, index_data, message, natural_key
 from reports.layers import field_table, frame_layers
 from reports.render import layout, render
 from reports.trace import trace_rows
-from reports.upstream import TITLES, UPSTREAM_TESTS
 
 # Ethernet / IPv4 / UDP 1 -> 2, payload "hi"; IP checksum 0x7ccc is correct.
 GOOD_UDP = ("ffffffffffff000000000001" "0800"
@@ -98,7 +98,7 @@ def test_embedded_json_cannot_close_the_script_element() -> None:
 
 
 def test_message_names_the_differing_field() -> None:
-    longrepr = ("def test(): ...\nE   harness.compare.FrameMismatch: rx_good tx_ip: p1 -> p2\n"
+    longrepr = ("def test(): ...\nE   evidence.compare.FrameMismatch: rx_good tx_ip: p1 -> p2\n"
                 "E   frame 0:\nE     IP.chksum: expected 0xbd3c, got 0x433c\n")
     text = message(CaseRecord(nodeid="x", outcome="failed", longrepr=longrepr))
     assert text.startswith("FrameMismatch: rx_good tx_ip: p1 -> p2")
@@ -209,10 +209,19 @@ def test_traceability_lists_every_upstream_test(tmp_path: Path) -> None:
     assert stats["number"] == 1146 and stats["status"] == "passed"
     render(_run(cases), str(tmp_path))
     html = (tmp_path / "upstream.html").read_text()
-    from reports.system_userspace import NOT_HERE
-    gone = len(NOT_HERE)
-    assert (f"<b>4 of 337</b> upstream tests reproduced, 3 passing, {333 - gone} not reproduced "
-            f"yet, {gone} that cannot run in this suite (the reason is in the row)") in html
+    # One section per testsuite and file: system-traffic.at counts in four.
+    from harness.system_userspace import NOT_HERE, NOT_HERE_IN
+    from harness.upstream import FILES, TESTSUITES
+    titles = [t.title for ts in TESTSUITES for f in ts.files for t in FILES[f]]
+    assert len(titles) == 356 + 1 + 3 * 192
+    gone = sum(t.title in NOT_HERE or t.title in NOT_HERE_IN.get(ts.target, {})
+               for ts in TESTSUITES for f in ts.files for t in FILES[f])
+    # system-traffic.at's 16 in each of its four testsuites, the other files' 5 once, and
+    # CHECK_SYSTEM_TSO's two in the three testsuites without it
+    assert gone == 16 * 4 + 5 + 2 * 3
+    assert (f"<b>4 of {len(titles)}</b> upstream tests reproduced, 3 passing, "
+            f"{len(titles) - 4 - gone} not reproduced yet, {gone} that cannot run in this suite "
+            "(the reason is in the row)") in html
     # A title that cannot run here says why, in its row, and is not counted as missing.
     bareudp = html[html.index('<section id="system-layer3-tunnels-at"'):
                    html.index('<section id="system-interface-at"')]
@@ -224,15 +233,61 @@ def test_traceability_lists_every_upstream_test(tmp_path: Path) -> None:
     assert "tcp csum ofload" in dpif[dpif.index('id="unknown-titles-dpif-netdev-at"'):]
     pmd = html[html.index('<section id="pmd-at"'):html.index('<section id="tunnel-push-pop-at"')]
     assert "<b>1 of 20</b> tests of tests/pmd.at" in pmd and pmd.count('data-status="missing"') == 19
-    for file, total in (("tunnel-push-pop.at", 14), ("tunnel-push-pop-ipv6.at", 7)):
+    for file, total in (("tunnel-push-pop.at", 14), ("tunnel-push-pop-ipv6.at", 7),
+                        ("alb.at", 8), ("dpctl.at", 4), ("drop-stats.at", 7)):
         anchor = file.replace(".", "-")
         assert (f'<tr data-file="{file}"><td><a href="#{anchor}">{file}</a></td>'
                 f'<td>{total}</td>') in html
 
 
+def test_traceability_has_a_section_per_testsuite_and_flavour(tmp_path: Path) -> None:
+    """system-traffic.at's ids count in the testsuite of their flavour; a
+    flavour's skip is the reason beside its title; ids without a flavour count
+    in the first testsuite that has their file."""
+    title = "datapath - ping between two ports"
+    cases = [
+        CaseRecord(nodeid="t.py::test_ping[userspace]", outcome="passed", upstream=title,
+                   upstream_file="system-traffic.at", params={"flavour": "userspace"}),
+        CaseRecord(nodeid="t.py::test_ping[afxdp]", outcome="failed", upstream=title,
+                   upstream_file="system-traffic.at", params={"flavour": "afxdp"}),
+        CaseRecord(nodeid="t.py::test_ping[dpdk]", outcome="skipped", upstream=title,
+                   upstream_file="system-traffic.at", params={"flavour": "dpdk"},
+                   longrepr="OVS_CHECK_X: system-dpdk-macros.at (check-dpdk) defines it to skip"),
+        CaseRecord(nodeid="t.py::test_tap", outcome="passed", upstream_file="system-tap.at",
+                   upstream="traffic between namespaces using tap"),
+    ]
+    entries = layout(cases)
+    def row(target: str) -> dict:  # type: ignore[type-arg]
+        rows, _ = trace_rows(entries, "system-traffic.at", target)
+        return next(r for r in rows if r["title"] == title)
+    assert [c["nodeid"] for c in row("check-system-userspace")["ids"]] == \
+        ["t.py::test_ping[userspace]"]
+    assert row("check-system-tso")["status"] == "missing"
+    assert row("check-afxdp")["status"] == "failed"
+    dpdk = row("check-dpdk")
+    assert dpdk["status"] == "skipped" and "system-dpdk-macros.at" in dpdk["reason"]
+    rows, _ = trace_rows(entries, "system-traffic.at", "check-afxdp")
+    fallback = next(r for r in rows if r["title"].startswith("datapath - tcp over vxlan tunnel"))
+    assert fallback["status"] == "not-here" and "CHECK_SYSTEM_TSO" in fallback["reason"]
+    rows, _ = trace_rows(entries, "system-traffic.at", "check-system-tso")
+    assert next(r for r in rows if r["title"] == fallback["title"])["status"] == "missing"
+    tap_rows, _ = trace_rows(entries, "system-tap.at", "check-system-tso")
+    assert tap_rows[0]["status"] == "passed"
+    render(_run(cases), str(tmp_path))
+    html = (tmp_path / "upstream.html").read_text()
+    for anchor in ("system-traffic-at", "tso-system-traffic-at", "afxdp-system-traffic-at",
+                   "dpdk-system-traffic-at", "system-tap-at"):
+        assert f'<section id="{anchor}"' in html
+    afxdp = html[html.index('<section id="afxdp-system-traffic-at"'):]
+    assert "make check-afxdp" in afxdp[:300]
+
+
 def test_upstream_files_are_numbered_as_the_4_0_testsuite() -> None:
-    from reports.upstream import FILES, find
-    assert [len(tests) for tests in FILES.values()] == [48, 20, 14, 7, 28, 2, 192, 4, 8, 1, 13]
+    from harness.upstream import FILES, TESTSUITES, find
+    # upstream.html's sections are by testsuite: a file none runs would have none
+    assert set(FILES) == {f for ts in TESTSUITES for f in ts.files}
+    assert [len(tests) for tests in FILES.values()] == [48, 20, 14, 7, 8, 4, 7, 28, 2, 1, 192, 4,
+                                                           8, 1, 13]
     # check-system-userspace's 218, numbered as system-userspace-testsuite -l lists them
     assert find("datapath - ping between two ports", "system-traffic.at").number == 1
     assert find("psample - from ct label", "system-traffic.at").number == 192
@@ -244,6 +299,9 @@ def test_upstream_files_are_numbered_as_the_4_0_testsuite() -> None:
     assert [t.number for t in FILES["pmd.at"]] == list(range(1141, 1161))
     assert find("tunnel_push_pop - tunnel drop", "tunnel-push-pop.at").number == 842
     assert find("tunnel_push_pop_ipv6 - Mirror over tunnels", "tunnel-push-pop-ipv6.at").number == 850
+    assert [t.number for t in FILES["alb.at"]] == list(range(1161, 1169))
+    assert [t.number for t in FILES["dpctl.at"]] == list(range(1169, 1173))
+    assert [t.number for t in FILES["drop-stats.at"]] == list(range(2751, 2758))
     assert find("PMD - stats") is None  # dpif-netdev.at is the default file
     new = {(f, t.number) for f, tests in FILES.items() for t in tests if t.since}
     assert new == {("dpif-netdev.at", n) for n in (1109, 1110, 1113, 1138, 1139)} | {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.pcap import pcap_bytes
+from evidence.pcap import pcap_bytes
 from harness.records import CaseRecord, Command, RunRecord, Step
 from reports.repro import captured_ports, expected_frames, find_rundir, replayed_commands, reproducer
 
@@ -230,7 +230,7 @@ def test_settings_read_at_start_come_before_vswitchd() -> None:
     """userspace-tso-enable is read only when ovs-vswitchd starts: the reproducer
     must set it first, and must not start vswitchd with dummy overriding tunnels."""
     run = "/out/cases/x"
-    case = CaseRecord(nodeid="cases/test_tso.py::test_tso[in4]", outcome="failed", commands=[
+    case = CaseRecord(nodeid="cases/dpif_netdev/test_tso.py::test_tso[in4]", outcome="failed", commands=[
         _cmd("/usr/bin/ovsdb-tool", "create", f"{run}/conf.db", "/usr/share/openvswitch/vswitch.ovsschema"),
         _cmd("/usr/bin/ovs-vsctl", "--timeout=10", f"--db=unix:{run}/db.sock", "--no-wait", "init"),
         _cmd("/usr/bin/ovs-vsctl", "--timeout=10", f"--db=unix:{run}/db.sock", "--no-wait", "set",

@@ -51,8 +51,9 @@ def ids(path: str, n: int) -> list[str]:
     return [f"{path}::test_x[{i}]" for i in range(n)]
 
 
-SYSTEM = ids("cases/test_system_ct_alg.py", 6) + ids("cases/test_system_traffic.py", 4)
-MATRIX = ids("cases/test_tunnel_matrix.py", 200)
+SYSTEM = (ids("cases/system_userspace/test_system_ct_alg.py", 6)
+          + ids("cases/system_userspace/test_system_traffic.py", 4))
+MATRIX = ids("cases/matrices/test_tunnel_matrix.py", 200)
 COLLECTION = MATRIX[:100] + SYSTEM + MATRIX[100:]
 
 
@@ -174,7 +175,8 @@ def test_another_dist_mode_keeps_its_scheduler() -> None:
     assert pytest_xdist_make_scheduler(FakeConfig(dist="loadscope"), None) is None  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("path", sorted(str(p.relative_to(REPO)) for p in (REPO / "cases").glob("test_*.py")))
+@pytest.mark.parametrize("path",
+                         sorted(str(p.relative_to(REPO)) for p in (REPO / "cases").rglob("test_*.py")))
 def test_every_case_module_is_in_an_area(path: str) -> None:
     area = area_of(f"{path}::test")
     assert area is not OTHER, f"{path}: no area of fixtures/areas.py names it"
@@ -188,12 +190,12 @@ def test_auto_workers_fit_the_selection(monkeypatch: pytest.MonkeyPatch) -> None
     durations = {**{n: 5.0 for n in SYSTEM}, **{n: 0.1 for n in MATRIX}}  # 50 s waiting, 20 s computing
     auto = schedule.auto_workers
     assert auto(["cases"], durations) == 2 + 3  # two cores' computing, 50 s of waiting for three
-    assert auto(["cases/test_tunnel_matrix.py"], durations) == 2
-    assert auto(["cases/test_tunnel_matrix.py::test_x[3]"], durations) == 0  # one would do
-    assert auto(["./cases/test_system_ct_alg.py"], durations) == 2  # 30 s of waiting
-    assert auto(["cases/test_system_ct_alg.py"], {n: 60.0 for n in SYSTEM}) == 8  # at most
+    assert auto(["cases/matrices/test_tunnel_matrix.py"], durations) == 2
+    assert auto(["cases/matrices/test_tunnel_matrix.py::test_x[3]"], durations) == 0  # one would do
+    assert auto(["./cases/system_userspace/test_system_ct_alg.py"], durations) == 2  # 30 s of waiting
+    assert auto(["cases/system_userspace/test_system_ct_alg.py"], {n: 60.0 for n in SYSTEM}) == 8  # at most
     assert auto(["cases"], durations, shards=6) == 2  # a sixth: 8 s waiting, 3 s computing
-    assert auto(["cases/test_system_traffic.py"], durations) == 0
+    assert auto(["cases/system_userspace/test_system_traffic.py"], durations) == 0
     assert auto(["cases/test_new.py"], durations) == 8  # nothing timed it: the most
 
 

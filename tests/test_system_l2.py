@@ -1,4 +1,4 @@
-"""fixtures/system_l2.py's judge without OVS: what it counts as traffic under
+"""fixtures/system_userspace/system_l2.py's judge without OVS: what it counts as traffic under
 test, and that a hop whose output differs from its rule fails, field by field."""
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 
 from datapath.backends.native_tunnel import Captured
 from datapath.backends.netns import VnetHdr
+from datapath.model import Expected, deviation
+from datapath.model.bugs import GRE_CSUM_AT_PUSH
+from datapath.model.hooks import NOT_SENT
 from datapath.model.l2tags import PushVlan
-from fixtures.system_l2 import Crossings, Hop, innermost, tagged, under_test
+from datapath.verdict import PRESENT, conclude_ports
+from fixtures.system_userspace.system_l2 import Crossings, Hop, Rule, innermost, mapped, tagged, under_test
 from harness.records import Step
 
 PING = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(dst="10.1.1.2") / ICMP())
@@ -40,12 +44,18 @@ class FakeSniffer:
     frames: list[Captured] = field(default_factory=list)
 
 
-def judge(out: list[bytes]) -> tuple[list[str], list[Step]]:
+def judge(out: list[bytes], rule: Rule = tagged([PushVlan(0x8100, 100)]),
+          status: list[str] | None = None) -> tuple[list[str], list[Step]]:
+    """One hop's judgement as Crossings.verify() concludes it (order-free)."""
     src = FakeSniffer("p0", [Captured(True, VnetHdr(), PING)])
     dst = FakeSniffer("p1", [Captured(True, VnetHdr(), f) for f in out])
-    hop = Hop("push", src, True, [dst], True, tagged([PushVlan(0x8100, 100)]))  # type: ignore[arg-type]
+    hop = Hop("push", src, True, [dst], True, rule)  # type: ignore[arg-type]
     steps: list[Step] = []
-    return Crossings._judge(None, hop, steps), steps  # type: ignore[arg-type]
+    v = conclude_ports(steps, [Crossings._judged(None, hop)],  # type: ignore[arg-type]
+                       ordered=False)
+    if status is not None:
+        status.append(v.status)
+    return v.lines, steps
 
 
 def test_a_hop_passes_only_on_the_model_frames() -> None:
@@ -60,3 +70,29 @@ def test_a_hop_passes_only_on_the_model_frames() -> None:
     assert lines
     lines, _ = judge([right, right])  # one too many
     assert any("count" in ln for ln in lines), lines
+
+
+def test_a_hop_takes_what_ovs_is_known_to_send_as_a_sighting() -> None:
+    """A rule that is the model's (an Expected) brings OVS's known variant:
+    that frame on the wire is a sighting, not a failure; the right one passes
+    as "gone" does not apply to a frame no bug touches."""
+    bad = PING[:-1] + bytes([PING[-1] ^ 0xFF])
+    known = deviation(Expected(frames=[PING], csum_state=[{}]),
+                      Expected(frames=[bad], csum_state=[{}]), GRE_CSUM_AT_PUSH)
+    status: list[str] = []
+    lines, steps = judge([bad], lambda c: known, status)
+    assert status == ["known"] and lines and steps[0].bugs == {GRE_CSUM_AT_PUSH.key: PRESENT}
+    status.clear()
+    _, steps = judge([PING], lambda c: known, status)
+    assert status == ["gone"] and not steps[0].ok
+    status.clear()
+    judge([bad], lambda c: [PING], status)  # frames a rule builds: no variants
+    assert status == ["mismatch"]
+
+
+def test_mapped_changes_every_frame_an_expectation_names() -> None:
+    e = Expected(frames=[b"ab"], csum_state=[{"ip": "good"}], allowed=[{b"ac": {}}],
+                 ovs_allowed=[{NOT_SENT: {}}], bugs=[GRE_CSUM_AT_PUSH])
+    m = mapped(e, lambda f: f + b"!")
+    assert m.frames == [b"ab!"] and m.allowed == [{b"ac!": {}}]
+    assert m.ovs_allowed == [{NOT_SENT: {}}] and m.bugs == e.bugs and m.csum_state == e.csum_state

@@ -10,7 +10,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from reports.upstream import FILES
+from harness.upstream import FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,8 +34,9 @@ def named_titles(*modules: str) -> dict[str, set[str]]:
 
 
 def test_every_system_dpdk_and_afxdp_test_is_reproduced() -> None:
-    found = named_titles("cases/test_system_dpdk.py", "cases/test_system_dpdk_mtu.py",
-                         "cases/test_system_dpdk_ping.py", "cases/test_system_afxdp.py")
+    found = named_titles("cases/system_dpdk/test_system_dpdk.py", "cases/system_dpdk/test_system_dpdk_mtu.py",
+                         "cases/system_dpdk/test_system_dpdk_ping.py",
+                         "cases/system_afxdp/test_system_afxdp.py")
     assert found["system-dpdk.at"] == set(SYSTEM_DPDK), \
         set(SYSTEM_DPDK) ^ found["system-dpdk.at"]
     assert found["system-afxdp.at"] == set(SYSTEM_AFXDP), \
@@ -48,11 +49,11 @@ def test_every_check_system_userspace_test_is_reproduced_or_has_its_reason() -> 
     an id of the system modules, or is in NOT_HERE with the reason it cannot
     run in this suite, never both; and the modules name no title the files
     do not have."""
-    from reports.system_userspace import NOT_HERE, SYSTEM_USERSPACE
+    from harness.system_userspace import NOT_HERE, SYSTEM_USERSPACE
     modules = sorted(str(p.relative_to(ROOT)) for pattern in (
         "test_system_traffic*.py", "test_system_ct*.py", "test_system_route.py",
         "test_system_interface.py", "test_system_layer3_tunnels.py", "test_system_ptap.py")
-        for p in (ROOT / "cases").glob(pattern))
+        for p in (ROOT / "cases").rglob(pattern))
     found = named_titles(*modules)
     assert set(found) == set(SYSTEM_USERSPACE), sorted(set(found) ^ set(SYSTEM_USERSPACE))
     assert sum(len(tests) for tests in SYSTEM_USERSPACE.values()) == 218

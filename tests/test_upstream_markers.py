@@ -72,11 +72,11 @@ def test_every_case_marker_names_a_known_test() -> None:
     through)."""
     import importlib
 
-    from reports.upstream import FILES
+    from harness.upstream import FILES
     root = Path(__file__).resolve().parent.parent / "cases"
     checked = 0
-    for path in sorted(root.glob("test_*.py")):
-        module = importlib.import_module(f"cases.{path.stem}")
+    for path in sorted(root.rglob("test_*.py")):
+        module = importlib.import_module(".".join(("cases", *path.relative_to(root).with_suffix("").parts)))
         for obj in vars(module).values():
             for mark in getattr(obj, "pytestmark", []):
                 if mark.name != "upstream":
@@ -84,6 +84,6 @@ def test_every_case_marker_names_a_known_test() -> None:
                 file = mark.kwargs.get("file", "dpif-netdev.at")
                 if file in FILES:
                     assert mark.args[0] in {t.title for t in FILES[file]}, \
-                        f"{path.name}: {file}: {mark.args[0]!r}"
+                        f"{path.relative_to(root)}: {file}: {mark.args[0]!r}"
                     checked += 1
     assert checked > 50, checked  # markers on functions and classes (params aside)

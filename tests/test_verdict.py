@@ -11,8 +11,8 @@ import pytest
 from datapath import verdict
 from datapath.model import Expected, deviation
 from datapath.model.bugs import GRE_CSUM_AT_PUSH, TSO_SHORT_TUNNEL_ASSERT
+from evidence.compare import FrameMismatch
 from fixtures.frames import compose
-from harness.compare import FrameMismatch
 from harness.records import Step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,3 +163,153 @@ def test_one_verdict_path() -> None:
                          verdict_bypasses(ast.parse(path.read_text(encoding="utf-8")))]
     assert not bypasses, "around the one verdict path (datapath/verdict.py):\n" + \
         "\n".join(bypasses)
+
+
+# -- several ports, order-free, whole-list deviations ------------------------------
+
+def ports(expected_a: Expected, got_a: list[bytes], expected_b: Expected, got_b: list[bytes],
+          instead_a: Expected | None = None) -> list[verdict.PortFrames]:
+    return [verdict.PortFrames("pa", expected_a, got_a, [GOOD], "pin", known_instead=instead_a),
+            verdict.PortFrames("pb", expected_b, got_b, [GOOD], "pin")]
+
+
+def test_align_pairs_what_each_place_permits_and_keeps_the_rest_in_order() -> None:
+    expected = Expected(frames=[GOOD, OTHER])
+    assert verdict.align(expected, [OTHER, GOOD]) == [GOOD, OTHER]
+    assert verdict.align(expected, [BAD, GOOD]) == [GOOD, BAD]  # BAD stands in OTHER's place
+    assert verdict.align(expected, [OTHER, GOOD, BAD]) == [GOOD, OTHER, BAD]  # surplus last
+    assert verdict.align(known_deviation(), [BAD]) == [BAD]  # what OVS is known to send
+
+
+def test_every_port_is_recorded_and_an_order_free_match_passes() -> None:
+    steps: list[Step] = []
+    v = verdict.conclude_ports(steps, ports(Expected(frames=[GOOD, OTHER]), [OTHER, GOOD],
+                                            Expected(frames=[]), []),
+                               title="t", ordered=False)
+    assert v.status == "match" and v.check() == 2
+    assert [(s.rx_port, s.tx_port, s.ok) for s in steps] == [("pin", "pa", True),
+                                                              ("pin", "pb", True)]
+
+
+def test_order_matters_unless_the_judge_says_it_does_not() -> None:
+    v = verdict.conclude_ports([], ports(Expected(frames=[GOOD, OTHER]), [OTHER, GOOD],
+                                         Expected(frames=[]), []), title="t")
+    assert v.status == "mismatch" and any("order" in line for line in v.lines)
+    with pytest.raises(FrameMismatch):
+        v.check()
+
+
+def test_one_ports_surprise_fails_the_whole_and_names_the_port() -> None:
+    v = verdict.conclude_ports([], ports(Expected(frames=[GOOD]), [GOOD],
+                                         Expected(frames=[]), [OTHER]), title="t")
+    assert v.status == "mismatch" and v.lines and all(ln.startswith("pb: ") for ln in v.lines)
+
+
+def test_a_known_per_frame_deviation_on_one_port_is_a_sighting() -> None:
+    steps: list[Step] = []
+    v = verdict.conclude_ports(steps, ports(known_deviation(), [BAD], Expected(frames=[GOOD]),
+                                            [GOOD]), title="t")
+    assert v.status == "known" and v.check() == 2
+    assert [s.bugs for s in steps] == [{GRE_CSUM_AT_PUSH.key: verdict.PRESENT}, {}]
+
+
+def test_a_whole_list_deviation_is_a_sighting_only_where_every_port_shows_it() -> None:
+    instead = Expected(frames=[GOOD, OTHER], bugs=[GRE_CSUM_AT_PUSH])  # OVS sends one more
+    steps: list[Step] = []
+    seen = verdict.conclude_ports(steps, ports(Expected(frames=[GOOD]), [GOOD, OTHER],
+                                               Expected(frames=[GOOD]), [GOOD], instead),
+                                  title="t")
+    assert seen.status == "known" and steps[0].bugs == {GRE_CSUM_AT_PUSH.key: verdict.PRESENT}
+    gone = verdict.conclude_ports([], ports(Expected(frames=[GOOD]), [GOOD],
+                                            Expected(frames=[GOOD]), [GOOD], instead), title="t")
+    assert gone.status == "gone" and any("no longer" in ln or "gone" in ln.lower()
+                                         for ln in gone.lines)
+    other = verdict.conclude_ports([], ports(Expected(frames=[GOOD]), [GOOD, OTHER],
+                                             Expected(frames=[GOOD]), [], instead), title="t")
+    assert other.status == "mismatch"
+
+
+def test_extra_problems_make_any_verdict_a_mismatch() -> None:
+    v = verdict.conclude_ports([], ports(known_deviation(), [BAD], Expected(frames=[]), []),
+                               title="t", extra=["no frame went in"])
+    assert v.status == "mismatch" and v.lines[-1] == "no frame went in"
+
+
+def test_settle_rereads_until_the_captures_agree() -> None:
+    arrived: list[bytes] = []
+    reads = []
+
+    def read() -> list[verdict.PortFrames]:
+        reads.append(1)
+        if len(reads) == 3:
+            arrived.append(GOOD)  # the frame was on its way out
+        return [verdict.PortFrames("pa", Expected(frames=[GOOD]), list(arrived), [GOOD], "pin")]
+    steps: list[Step] = []
+    v = verdict.settle(steps, read, title="t", timeout=5)
+    assert v.status == "match" and len(reads) >= 3 and len(steps) == 1
+
+
+def test_a_sighting_without_a_frame_is_decided_at_the_end() -> None:
+    steps: list[Step] = []
+    step = verdict.observed(steps, TSO_SHORT_TUNNEL_ASSERT, title="hang", what="no answer")
+    assert steps == [step] and step.bugs == {TSO_SHORT_TUNNEL_ASSERT.key: "present"}
+    assert step.diff == ["no answer"] and step.notes == [TSO_SHORT_TUNNEL_ASSERT.reason()]
+    with pytest.raises(pytest.xfail.Exception, match=r"hang: known OVS bug\(s\) "):
+        verdict.finish(steps)
+
+
+def test_a_judgement_by_content_fails_on_any_problem_and_records_the_frames() -> None:
+    steps: list[Step] = []
+    ok = verdict.conclude_content(steps, [GOOD], [], title="t", rx_port="p1", tx_port="p2",
+                                  sent=[GOOD])
+    assert ok.status == "match" and ok.check() == [GOOD] and steps[0].ok
+    bad = verdict.conclude_content(steps, [GOOD, OTHER], ["2 frames, 1 expected"], title="t",
+                                   rx_port="p1", tx_port="p2", sent=[GOOD])
+    assert bad.unexplained and steps[1].captured == [GOOD.hex(), OTHER.hex()]
+    with pytest.raises(FrameMismatch, match="2 frames, 1 expected"):
+        bad.check()
+    assert not verdict.sightings(steps)
+
+
+# -- one judge: frames are compared only here ----------------------------------------
+
+JUDGES = {Path("datapath/verdict.py"), Path("datapath/model/__init__.py"),
+          Path("evidence/compare.py")}  # the verdict path, Expected.judge, the field diff
+COMPARERS = ("compare_frames", "match_frames", "record_step", "FrameMismatch")
+
+
+def frame_comparisons(tree: ast.AST) -> list[str]:
+    """Where a module compares frames or records a step itself: a call of the
+    frame differ, a multiset matcher, the step recorder, or a FrameMismatch."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name in COMPARERS:
+                found.append((node.lineno, node.col_offset, f"line {node.lineno}: {name}(...)"))
+    return [text for _, _, text in sorted(found)]
+
+
+def test_the_judge_scan_finds_each_comparison() -> None:
+    source = ("def f(steps, a, b):\n"
+              "    lines = compare.compare_frames(a, b) + match_frames(a, b)\n"
+              "    record_step(steps, 't', 'p1', 'p2', sent=[], captured=b, diff=lines)\n"
+              "    raise FrameMismatch(a, b, lines)\n")
+    assert frame_comparisons(ast.parse(source)) == [
+        "line 2: compare_frames(...)", "line 2: match_frames(...)",
+        "line 3: record_step(...)", "line 4: FrameMismatch(...)"]
+
+
+def test_every_frame_comparison_goes_through_the_verdict_path() -> None:
+    hits: dict[str, list[str]] = {}
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if rel in JUDGES:
+                continue
+            found = frame_comparisons(ast.parse(path.read_text(encoding="utf-8")))
+            if found:
+                hits[str(rel)] = found
+    assert not hits, "frames compared outside datapath/verdict.py:\n" + "\n".join(
+        f"{m} {h}" for m, hs in hits.items() for h in hs)

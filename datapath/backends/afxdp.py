@@ -39,7 +39,6 @@ from datapath.backends.base import BackendError
 from datapath.backends.kernel import KernelPort, tx_from_status
 from datapath.backends.netns import KernelSide, Netns, link_mac
 from datapath.offloads import RxFlags
-from harness.control import check
 from harness.ifstatus import Status, read_interface
 from harness.install import OvsInstall, program_files
 from harness.sandbox import Sandbox, SandboxOptions
@@ -186,8 +185,8 @@ class AfxdpPort(KernelPort):
         switch_ns.ip("link", "set", name, "up")
         peer.ip("link", "set", self.peer_if, "up")
         opts = [f"options:xdp-mode={mode}"] if mode else []
-        check(sb.vsctl("add-port", bridge, name, "--", "set", "Interface", name,
-                       f"type={port_type}", *opts, f"ofport_request={ofport}"))
+        sb.vsctl("add-port", bridge, name, "--", "set", "Interface", name,
+                 f"type={port_type}", *opts, f"ofport_request={ofport}")
         self.read_status()
         self.kernel = KernelSide(peer, self.peer_if, ignore_src=(link_mac(switch_ns, name),))
 

@@ -40,10 +40,9 @@ from datapath.model.packet import (
     ipv6_header,
 )
 from datapath.offloads import CsumState, RxFlags
-from harness.control import check
+from evidence.pcap import PcapError, PcapReader, write_pcap
 from harness.ifstatus import read_interface
 from harness.install import OvsInstall
-from harness.pcap import PcapError, PcapReader, write_pcap
 from harness.sandbox import Sandbox, SandboxOptions
 from harness.vsctl import add_port, set_interface
 from harness.wait import WaitTimeout, wait_until
@@ -92,8 +91,8 @@ def wait_initialized(sb: Sandbox, timeout: float = 30.0) -> None:
     """vswitchd initialises DPDK after start, when it first reads its configuration."""
     def done() -> bool:
         sb.assert_alive()
-        return check(sb.vsctl("get", "Open_vSwitch", ".",
-                              "dpdk_initialized")).stdout.strip() == "true"
+        return sb.vsctl("get", "Open_vSwitch", ".",
+                        "dpdk_initialized").stdout.strip() == "true"
     try:
         wait_until(done, timeout, what="DPDK to initialise (dpdk_initialized=true)")
     except WaitTimeout as exc:
@@ -156,9 +155,9 @@ class DpdkTapPort(KernelPort):
                  peer: Netns) -> None:
         super().__init__(sb, bridge, name, ofport, peer)
         self.vdev = f"net_tap{next(_vdev_ids)}"
-        check(sb.vsctl(*add_port(bridge, name, type="dpdk",
-                                 options={"dpdk-devargs": f"{self.vdev},iface={name}", "n_rxq": 2},
-                                 ofport_request=ofport)))
+        sb.vsctl(*add_port(bridge, name, type="dpdk",
+                           options={"dpdk-devargs": f"{self.vdev},iface={name}", "n_rxq": 2},
+                           ofport_request=ofport))
         self.status = read_interface(sb, name).status
         self.tx, self.tso = tx_from_status(self.status)
         self.rx_csum = self.status.rx_csum_offload is True
@@ -201,10 +200,10 @@ class DpdkPcapPort(KernelPort):
         # refuses long devargs (E2BIG).
         rel = self.dir.relative_to(self.sb.rundir)
         devargs = f"{self.vdev},rx_pcap={rel / 'rx.pcap'},tx_pcap={rel / 'tx.pcap'}"
-        check(self.sb.vsctl(*add_port(self.bridge, self.name, type="dpdk",
-                                      options={"dpdk-devargs": devargs,
-                                               "n_rxq_desc": self.RXQ_DESC[0]},
-                                      ofport_request=self.ofport)))
+        self.sb.vsctl(*add_port(self.bridge, self.name, type="dpdk",
+                                options={"dpdk-devargs": devargs,
+                                         "n_rxq_desc": self.RXQ_DESC[0]},
+                                ofport_request=self.ofport))
         self._reader = PcapReader(self.tx_file)
         self._pending: list[bytes] = []
         self.status = read_interface(self.sb, self.name).status
@@ -218,7 +217,7 @@ class DpdkPcapPort(KernelPort):
         write_pcap(tmp, frames)
         tmp.replace(self.rx_file)
         self._desc ^= 1
-        check(self.sb.vsctl(*set_interface(self.name, options={"n_rxq_desc": self.RXQ_DESC[self._desc]})))
+        self.sb.vsctl(*set_interface(self.name, options={"n_rxq_desc": self.RXQ_DESC[self._desc]}))
         self._reader = PcapReader(self.tx_file)
 
     def read_tx(self) -> list[bytes]:

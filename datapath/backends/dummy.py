@@ -5,9 +5,8 @@ from pathlib import Path
 
 from datapath.backends.base import BackendError
 from datapath.offloads import RxFlags, TxOffloads
-from harness.control import check
+from evidence.pcap import PcapReader
 from harness.ifstatus import Status, read_interface
-from harness.pcap import PcapReader
 from harness.sandbox import Sandbox
 from harness.vsctl import add_port, set_interface
 
@@ -28,8 +27,8 @@ class DummyPort:
         self._options: dict[str, str] = {"tx_pcap": self._pcap_option}
         self.rx = RxFlags()
         self.tx = TxOffloads()
-        check(sandbox.vsctl(*add_port(bridge, name, type=port_type, ofport_request=ofport,
-                                      options={"tx_pcap": self.tx_pcap})))
+        sandbox.vsctl(*add_port(bridge, name, type=port_type, ofport_request=ofport,
+                                options={"tx_pcap": self.tx_pcap}))
         self._reader = PcapReader(self.tx_pcap)
 
     @classmethod
@@ -45,7 +44,7 @@ class DummyPort:
         port._pcap_option = pcap_name or (str(port.tx_pcap) if tx_pcap else None)
         port._options = {"tx_pcap": port._pcap_option} if port._pcap_option else {}
         if tx_pcap:
-            check(sandbox.vsctl(*set_interface(name, options={"tx_pcap": port.tx_pcap})))
+            sandbox.vsctl(*set_interface(name, options={"tx_pcap": port.tx_pcap}))
         port._reader = PcapReader(port.tx_pcap)
         return port
 
@@ -69,13 +68,13 @@ class DummyPort:
         gone = sorted(set(self._options) - set(want))
         if gone:
             args += [*(["--"] if args else []), "remove", "Interface", self.name, "options", *gone]
-        check(self.sb.vsctl(*args))  # returns once vswitchd applied it
+        self.sb.vsctl(*args)  # returns once vswitchd applied it
         self._options, self.rx, self.tx = want, rx, tx
 
     def send(self, frames: list[bytes]) -> None:
         for i in range(0, len(frames), MAX_RX_BATCH):
-            check(self.sb.appctl("netdev-dummy/receive", self.name,
-                                 *(f.hex() for f in frames[i:i + MAX_RX_BATCH])))
+            self.sb.appctl("netdev-dummy/receive", self.name,
+                           *(f.hex() for f in frames[i:i + MAX_RX_BATCH]))
 
     def read_tx(self) -> list[bytes]:
         return self._reader.read_new()
@@ -95,5 +94,5 @@ def wait_connected(sandbox: Sandbox, *names: str, timeout: float = 10.0) -> None
     from harness.wait import wait_until
     for name in names:
         def connected(n: str = name) -> bool:
-            return check(sandbox.appctl("netdev-dummy/conn-state", n)).stdout == f"{n}: connected\n"
+            return sandbox.appctl("netdev-dummy/conn-state", n).stdout == f"{n}: connected\n"
         wait_until(connected, timeout, what=f"{name}'s stream to connect")

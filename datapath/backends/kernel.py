@@ -16,7 +16,6 @@ from datapath.backends.base import BackendError
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model.packet import parse_layer
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from harness.control import check
 from harness.ifstatus import Status
 from harness.pmdstats import parse_pmd_stats, total
 from harness.sandbox import Sandbox
@@ -52,7 +51,7 @@ def link_chatter(frame: bytes) -> bool:
 
 def datapath_rx_packets(sb: Sandbox) -> int:
     """Packets the userspace datapath received on all its threads and ports."""
-    return total(parse_pmd_stats(check(sb.appctl("dpif-netdev/pmd-stats-show")).stdout), "rx")
+    return total(parse_pmd_stats(sb.appctl("dpif-netdev/pmd-stats-show").stdout), "rx")
 
 
 def tx_from_status(status: Status) -> tuple[TxOffloads, bool]:

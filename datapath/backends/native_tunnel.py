@@ -1,6 +1,7 @@
 """The Linux kernel as the far end of a tunnel: native tunnel devices in a
 namespace, probes for the kernel features they need, the kernel's own
-verdict counters, and a capture that also sees what the kernel transmits.
+verdict counters; the capture that also sees what the kernel transmits
+(netns.Sniffer) is re-exported.
 
 A kernel feature is probed by creating the device in a scratch namespace
 (upstream's OVS_CHECK_VXLAN/GRE/GENEVE/ERSPAN ask `ip link add foo type X
@@ -10,25 +11,13 @@ needs it skips saying which, and runs unchanged on a kernel that has it.
 """
 from __future__ import annotations
 
-import errno
 import functools
 import json
-import socket
 from dataclasses import dataclass
 
-from datapath.backends.netns import (
-    ETH_P_ALL,
-    MAX_FRAME,
-    PACKET_OUTGOING,
-    PACKET_VNET_HDR,
-    SOL_PACKET,
-    VNET_HDR,
-    Netns,
-    NetnsError,
-    VnetHdr,
-    complete_needs_csum,
-    unique_name,
-)
+# The capture (both directions, with the virtio-net header) is the kernel side's
+# own, re-exported here for the tunnel judges that import it from this module.
+from datapath.backends.netns import Captured, Netns, NetnsError, Sniffer, unique_name
 
 
 @dataclass(frozen=True)
@@ -216,76 +205,6 @@ def link_errors(ns: Netns, dev: str) -> dict[str, int]:
     stats = data.get("stats64") or data.get("stats") or {}
     return {f"{d}_{k}": int(stats.get(d, {}).get(k, 0)) for d in ("rx", "tx")
             for k in ("errors", "dropped", "crc_errors", "frame_errors") if k in stats.get(d, {})}
-
-
-# ----------------------------------------------------------------------------
-# a capture that sees both directions
-
-
-@dataclass(frozen=True)
-class Captured:
-    """One frame seen on an interface: outgoing (the kernel transmitted it) or
-    not; its virtio-net header (checksum and GSO state as the skb had it);
-    and the bytes, a NEEDS_CSUM checksum completed as a NIC would."""
-
-    outgoing: bool
-    vnet: VnetHdr
-    frame: bytes
-    # When the kernel saw it (SO_TIMESTAMPNS, seconds), for captures that ask
-    # for it; orders frames of several captures (0.0: not asked).
-    time: float = 0.0
-
-
-class Sniffer:
-    """An AF_PACKET capture on `ifname` in `ns`, both directions, with the
-    virtio-net header of each frame.  read() never blocks."""
-
-    def __init__(self, ns: Netns, ifname: str) -> None:
-        self.ns, self.ifname = ns, ifname
-        with ns.entered():
-            self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
-                                       socket.htons(ETH_P_ALL))
-            self._sock.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-            self._sock.bind((ifname, ETH_P_ALL))
-            self._sock.setblocking(False)
-        ns.sockets.append(self._sock)
-        self.frames: list[Captured] = []
-
-    def read(self) -> list[Captured]:
-        """The frames since the last call (also appended to self.frames)."""
-        got: list[Captured] = []
-        while True:
-            try:
-                data, addr = self._sock.recvfrom(MAX_FRAME)
-            except BlockingIOError:
-                break
-            except OSError as exc:
-                if exc.errno == errno.EINTR:
-                    continue
-                raise
-            hdr = VnetHdr.unpack(data)
-            frame = data[VNET_HDR.size:]
-            got.append(Captured(addr[2] == PACKET_OUTGOING, hdr, complete_needs_csum(hdr, frame)))
-        self.frames += got
-        return got
-
-    def drain(self) -> None:
-        self.read()
-        self.frames.clear()
-
-    @property
-    def sent(self) -> list[bytes]:
-        """The frames read so far that the namespace's stack transmitted."""
-        return [c.frame for c in self.frames if c.outgoing]
-
-    @property
-    def received(self) -> list[bytes]:
-        """The frames read so far that arrived from the wire."""
-        return [c.frame for c in self.frames if not c.outgoing]
-
-    def close(self) -> None:
-        self._sock.close()
 
 
 def require(*kinds: str) -> str | None:

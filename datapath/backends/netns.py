@@ -305,14 +305,86 @@ def complete_needs_csum(hdr: VnetHdr, frame: bytes) -> bytes:
     return bytes(data)
 
 
+@dataclass(frozen=True)
+class Captured:
+    """One frame seen on an interface: outgoing (the kernel transmitted it) or
+    not; its virtio-net header (checksum and GSO state as the skb had it);
+    and the bytes, a NEEDS_CSUM checksum completed as a NIC would."""
+
+    outgoing: bool
+    vnet: VnetHdr
+    frame: bytes
+    # When the kernel saw it (SO_TIMESTAMPNS, seconds), for captures that ask
+    # for it; orders frames of several captures (0.0: not asked).
+    time: float = 0.0
+
+
+class Sniffer:
+    """An AF_PACKET capture on `ifname` in `ns`, both directions, with the
+    virtio-net header of each frame: the one capture of the kernel side of a
+    port (KernelSide reads through one).  read() never blocks."""
+
+    def __init__(self, ns: Netns, ifname: str, rcvbuf: int = 16 << 20) -> None:
+        self.ns, self.ifname = ns, ifname
+        with ns.entered():
+            self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                                       socket.htons(ETH_P_ALL))
+            self._sock.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self._sock.bind((ifname, ETH_P_ALL))
+            self._sock.setblocking(False)
+        ns.sockets.append(self._sock)
+        self.frames: list[Captured] = []
+
+    def take(self) -> list[Captured]:
+        """The frames that arrived since the last read, not kept in self.frames."""
+        got: list[Captured] = []
+        while True:
+            try:
+                data, addr = self._sock.recvfrom(MAX_FRAME)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                raise
+            hdr = VnetHdr.unpack(data)
+            frame = data[VNET_HDR.size:]
+            got.append(Captured(addr[2] == PACKET_OUTGOING, hdr, complete_needs_csum(hdr, frame)))
+        return got
+
+    def read(self) -> list[Captured]:
+        """The frames since the last call (also appended to self.frames)."""
+        got = self.take()
+        self.frames += got
+        return got
+
+    def drain(self) -> None:
+        self.read()
+        self.frames.clear()
+
+    @property
+    def sent(self) -> list[bytes]:
+        """The frames read so far that the namespace's stack transmitted."""
+        return [c.frame for c in self.frames if c.outgoing]
+
+    @property
+    def received(self) -> list[bytes]:
+        """The frames read so far that arrived from the wire."""
+        return [c.frame for c in self.frames if not c.outgoing]
+
+    def close(self) -> None:
+        self._sock.close()
+
+
 class KernelSide:
     """The kernel interface at the far end of a port (in a namespace the test made).
 
     `send()` injects frames as if a host behind that interface sent them;
     `read()` returns, without blocking, the frames that arrived on it since the
-    last call.  The capture socket is opened here, before anything is sent.
-    Frames the kernel itself transmits on the interface (PACKET_OUTGOING) and
-    frames from `ignore_src` MACs are not captured.
+    last call.  The capture (a `Sniffer`) is opened here, before anything is
+    sent.  Frames the kernel itself transmits on the interface (PACKET_OUTGOING)
+    and frames from `ignore_src` MACs are not captured.
     """
 
     def __init__(self, ns: Netns, ifname: str, ignore_src: tuple[bytes, ...] = ()) -> None:
@@ -320,18 +392,14 @@ class KernelSide:
         self.ifname = ifname
         self.ignore_src = set(ignore_src)
         self.offloaded: list[VnetHdr] = []  # vnet header of each captured frame, in order
+        self.capture = Sniffer(ns, ifname, rcvbuf=4 << 20)
         with ns.entered():
-            self._cap = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            self._cap.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
-            self._cap.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-            self._cap.bind((ifname, ETH_P_ALL))
-            self._cap.setblocking(False)
             self._tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
             self._tx.bind((ifname, 0))
             self._tx_vnet = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
             self._tx_vnet.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
             self._tx_vnet.bind((ifname, 0))
-        ns.sockets += [self._cap, self._tx, self._tx_vnet]
+        ns.sockets += [self._tx, self._tx_vnet]
         self.sent = 0
 
     def send(self, frames: list[bytes], partial: bool = False, gso_size: int = 0) -> None:
@@ -353,28 +421,17 @@ class KernelSide:
 
     def read(self) -> list[bytes]:
         frames: list[bytes] = []
-        while True:
-            try:
-                data, addr = self._cap.recvfrom(MAX_FRAME)
-            except BlockingIOError:
-                break
-            except OSError as exc:
-                if exc.errno == errno.EINTR:
-                    continue
-                raise
-            if addr[2] == PACKET_OUTGOING:
+        for c in self.capture.take():
+            if c.outgoing or c.frame[6:12] in self.ignore_src:
                 continue
-            hdr = VnetHdr.unpack(data)
-            frame = data[VNET_HDR.size:]
-            if frame[6:12] in self.ignore_src:
-                continue
-            self.offloaded.append(hdr)
-            frames.append(complete_needs_csum(hdr, frame))
+            self.offloaded.append(c.vnet)
+            frames.append(c.frame)
         return frames
 
     def close(self) -> None:
-        for sock in (self._cap, self._tx, self._tx_vnet):
+        for sock in (self._tx, self._tx_vnet):
             sock.close()
+        self.capture.close()
 
 
 def ethtool_features(ns: Netns | None, ifname: str) -> dict[str, bool]:

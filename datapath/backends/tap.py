@@ -28,7 +28,6 @@ from datapath.backends.kernel import (
 from datapath.backends.netns import KernelSide, Netns, ethtool_features, l4_offsets, link_mac
 from datapath.backends.offload_check import OffloadMismatch
 from datapath.offloads import CsumState, RxFlags, TxOffloads
-from harness.control import check
 from harness.ifstatus import read_interface
 from harness.sandbox import Sandbox, SandboxOptions
 from harness.vsctl import add_port
@@ -48,8 +47,18 @@ def sandbox_options(switch_ns: Netns, tso: bool) -> SandboxOptions:
 
 def add_bridge(sb: Sandbox, name: str) -> None:
     """A userspace-datapath bridge without the NORMAL flow (the case adds flows)."""
-    check(sb.vsctl("add-br", name, "--", "set", "bridge", name, "datapath-type=netdev",
-                   "fail-mode=secure", "other-config:hwaddr=aa:55:aa:55:00:00"))
+    sb.vsctl("add-br", name, "--", "set", "bridge", name, "datapath-type=netdev",
+             "fail-mode=secure", "other-config:hwaddr=aa:55:aa:55:00:00")
+
+
+def negotiated(switch_ns: Netns, name: str) -> tuple[dict[str, bool], TxOffloads, bool]:
+    """What TUNSETOFFLOAD negotiated for OVS's tap `name`, read with ethtool -k
+    while the tap is still where OVS made it: (its features, the tx checksum
+    offloads OVS may leave to the tap (L4, through the virtio-net header), TSO)."""
+    features = ethtool_features(switch_ns, name)
+    csum = features.get("tx-checksum-ip-generic", False)
+    tx = TxOffloads(frozenset({"l4"})) if csum else TxOffloads()
+    return features, tx, features.get("tx-tcp-segmentation", False)
 
 
 class TapPort(KernelPort):
@@ -65,12 +74,9 @@ class TapPort(KernelPort):
     def __init__(self, sb: Sandbox, bridge: str, name: str, ofport: int, switch_ns: Netns,
                  peer: Netns) -> None:
         super().__init__(sb, bridge, name, ofport, peer)
-        check(sb.vsctl(*add_port(bridge, name, type="tap", ofport_request=ofport)))
-        # What TUNSETOFFLOAD negotiated, while the tap is still where OVS made it.
-        self.features = ethtool_features(switch_ns, name)
-        self.csum = self.features.get("tx-checksum-ip-generic", False)
-        self.tx = TxOffloads(frozenset({"l4"})) if self.csum else TxOffloads()
-        self.tso = self.features.get("tx-tcp-segmentation", False)
+        sb.vsctl(*add_port(bridge, name, type="tap", ofport_request=ofport))
+        self.features, self.tx, self.tso = negotiated(switch_ns, name)
+        self.csum = "l4" in self.tx.advertised
         # OVS 4.0 gives tap ports no tx_*_offload status keys (dpif_port_add()
         # skips netdev_set_dpif_type() for them); kept as evidence all the same.
         self.status = read_interface(sb, name).status
@@ -131,7 +137,7 @@ class VethPort(KernelPort):
         self.features = ethtool_features(self.switch_ns, self.name)
 
     def _add(self) -> None:
-        check(self.sb.vsctl(*add_port(self.bridge, self.name, ofport_request=self.ofport)))
+        self.sb.vsctl(*add_port(self.bridge, self.name, ofport_request=self.ofport))
         self.status = read_interface(self.sb, self.name).status
         self.tx, self.tso = tx_from_status(self.status)
 
@@ -143,7 +149,7 @@ class VethPort(KernelPort):
             return  # no offloads at all without userspace TSO; express() says so
         # OVS reads the features when it opens the device: delete and add again
         # (two transactions, or OVS keeps the open netdev).
-        check(self.sb.vsctl("del-port", self.bridge, self.name))
+        self.sb.vsctl("del-port", self.bridge, self.name)
         self._set_features(want, False)
         self._add()
         got = "l4" in self.tx.advertised

@@ -22,9 +22,8 @@ from typing import Callable
 from datapath.backends.kernel import tx_from_status
 from datapath.backends.testpmd import FwdMode, TestPmd
 from datapath.offloads import RxFlags, TxOffloads
-from harness.control import check
+from evidence.pcap import PcapReader, read_all, write_pcap
 from harness.ifstatus import Status, read_interface
-from harness.pcap import PcapReader, read_all, write_pcap
 from harness.sandbox import Sandbox
 from harness.vsctl import add_port
 from harness.wait import wait_until
@@ -52,8 +51,8 @@ class VhostUserClientPort:
                  socket_path: Path) -> None:
         self.sb, self.bridge, self.name, self.ofport = sb, bridge, name, ofport
         self.socket_path = socket_path
-        check(sb.vsctl(*add_port(bridge, name, type="dpdkvhostuserclient",
-                                 options={"vhost-server-path": socket_path}, ofport_request=ofport)))
+        sb.vsctl(*add_port(bridge, name, type="dpdkvhostuserclient",
+                           options={"vhost-server-path": socket_path}, ofport_request=ofport))
         self.status = Status.parse("{}")
 
     def wait_connected(self, timeout: float = 20.0) -> Status:

@@ -2,9 +2,9 @@
 
 The model (datapath/model/conntrack.py) says what a correct tracker does; this
 layer names the catalogue entries where OVS is known to differ, for the cases
-that run conntrack (cases/test_conntrack_offload.py), which ask it per packet,
+that run conntrack (cases/matrices/test_conntrack_offload.py), which ask it per packet,
 and answers the model's hook for a refused commit (datapath/model/hooks.py),
-which the system tests' judge (fixtures/system_ct.py CtWire) replays with and
+which the system tests' judge (fixtures/system_userspace/system_ct.py CtWire) replays with and
 without this layer.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What OVS 4.0.0 does otherwise with VLAN tags: the layer above the model
 (datapath/model/l2tags.py), for the cases that send tagged frames
-(cases/test_system_traffic_8021ad.py)."""
+(cases/system_userspace/test_system_traffic_8021ad.py)."""
 from __future__ import annotations
 
 import struct

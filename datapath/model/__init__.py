@@ -18,7 +18,7 @@ from datapath.model.packet import Packet
 from datapath.model.send import Egress, complete_in_software, transmit
 from datapath.model.tunnel import TunnelSpec, push
 from datapath.offloads import RxFlags, TxOffloads
-from harness.compare import compare_frames
+from evidence.compare import compare_frames
 
 
 @dataclass

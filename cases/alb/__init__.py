@@ -1,0 +1,1 @@
+"""alb.at: PMD auto load balance."""

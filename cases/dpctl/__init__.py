@@ -1,0 +1,1 @@
+"""dpctl.at: the dpctl/ commands on a dummy datapath."""

@@ -1,0 +1,1 @@
+"""drop-stats.at: the datapath's drop reasons and their coverage counters."""

@@ -1,0 +1,1 @@
+"""Ours: property-based exploration (Hypothesis) beyond the matrices."""

@@ -1,0 +1,1 @@
+"""pmd.at: PMD threads, rx queues, pinning and sleep."""

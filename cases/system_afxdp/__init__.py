@@ -1,0 +1,1 @@
+"""system-afxdp.at, and AF_XDP's modes beyond it."""

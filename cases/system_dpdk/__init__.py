@@ -1,0 +1,1 @@
+"""system-dpdk.at: vhost-user ports with dpdk-testpmd as the guest, without a NIC."""

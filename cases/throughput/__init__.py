@@ -1,0 +1,1 @@
+"""Ours: throughput and efficiency (./ovstest perf, iperf3 through the datapath)."""

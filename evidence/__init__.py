@@ -1,0 +1,2 @@
+"""Packet evidence: pcap files, the field-by-field frame diff, tshark's second
+opinion; no process control."""

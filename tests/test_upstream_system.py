@@ -1,0 +1,51 @@
+"""fixtures/upstream_system.py's ping judge: both directions of a ping judged
+at once through datapath/verdict.py, a step recorded per direction."""
+from __future__ import annotations
+
+import pytest
+from scapy.layers.inet import ICMP, IP
+from scapy.layers.l2 import Ether
+
+from evidence.compare import FrameMismatch
+from fixtures.upstream_system import PathCheck, check_path, icmp_echo
+from harness.records import Step
+
+
+def echo(kind: str, seq: int = 1, ttl: int = 64) -> bytes:
+    src, dst = ("10.1.1.1", "10.1.1.2") if kind == "request" else ("10.1.1.2", "10.1.1.1")
+    return bytes(Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
+                 / IP(src=src, dst=dst, ttl=ttl)
+                 / ICMP(type=8 if kind == "request" else 0, id=7, seq=seq) / (b"x" * 16))
+
+
+REQUESTS = PathCheck("echo requests", "ovs-p0", "ovs-p1")
+REPLIES = PathCheck("echo replies", "ovs-p1", "ovs-p0")
+
+
+def test_icmp_echo_picks_requests_or_replies() -> None:
+    frames = [echo("request"), echo("reply"), echo("request", 2)]
+    assert icmp_echo(frames, "request") == [frames[0], frames[2]]
+    assert icmp_echo(frames, "reply") == [frames[1]]
+
+
+def test_a_ping_switched_unchanged_matches_and_records_a_step_per_direction() -> None:
+    steps: list[Step] = []
+    reqs, reps = [echo("request", i) for i in (1, 2)], [echo("reply", i) for i in (1, 2)]
+    assert check_path(steps, [(REQUESTS, reqs, reqs), (REPLIES, reps, reps)]) == 4
+    assert [(s.title, s.rx_port, s.tx_port, s.ok) for s in steps] == [
+        ("echo requests", "ovs-p0", "ovs-p1", True), ("echo replies", "ovs-p1", "ovs-p0", True)]
+
+
+def test_a_changed_reply_fails_naming_its_port_and_both_ways_are_recorded() -> None:
+    steps: list[Step] = []
+    reqs, reps = [echo("request")], [echo("reply")]
+    with pytest.raises(FrameMismatch, match="ovs-p0: .*ttl"):
+        check_path(steps, [(REQUESTS, reqs, reqs), (REPLIES, reps, [echo("reply", ttl=63)])])
+    assert [s.ok for s in steps] == [True, False]
+
+
+def test_nothing_sent_is_a_mismatch_not_a_pass() -> None:
+    steps: list[Step] = []
+    with pytest.raises(FrameMismatch, match="no frame was sent into ovs-p0"):
+        check_path(steps, [(REQUESTS, [], [])])
+    assert not steps[0].ok
