@@ -355,6 +355,7 @@ def check_patch_applies(spec: str, text: str, src: Path) -> None:
 def changed_lines(options: Options, build: Build, datapath: list[str]
                   ) -> tuple[dict[str, FileChange], str]:
     """The lines to mutate and what they are; bad input raises LaunchError (one line)."""
+    text = ""
     if options.patch:
         try:
             text, what = read_patch(options.patch, build.src, options.cwd)
@@ -363,8 +364,6 @@ def changed_lines(options: Options, build: Build, datapath: list[str]
         changes = parse_diff(text)
         if not changes:
             raise LaunchError(f"--patch {options.patch}: the diff changes no line")
-        if ".." not in options.patch or (options.cwd / options.patch).is_file():
-            check_patch_applies(options.patch, text, build.src)
     else:
         assert options.file
         path = options.file
@@ -380,6 +379,8 @@ def changed_lines(options: Options, build: Build, datapath: list[str]
     if outside:
         raise LaunchError(f"{outside[0]}: a changed line in no datapath file (DATAPATH_FILES "
                           "in tooling/gcovrun.py)")
+    if options.patch and (".." not in options.patch or (options.cwd / options.patch).is_file()):
+        check_patch_applies(options.patch, text, build.src)
     return changes, what
 
 
