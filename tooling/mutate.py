@@ -21,7 +21,6 @@ Stdlib only: this drives everything from the host, as tooling/gcovrun.py does.
 """
 from __future__ import annotations
 
-import difflib
 import html
 import json
 import os
@@ -32,9 +31,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
