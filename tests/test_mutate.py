@@ -127,6 +127,19 @@ def test_restore_puts_the_original_back(tmp_path: Path) -> None:
     assert path.read_text() == ORIGINAL
 
 
+def test_restore_on_sigint(tmp_path: Path) -> None:
+    import os
+    import signal
+    path = tmp_path / "x.c"
+    path.write_text(ORIGINAL)
+    with pytest.raises(KeyboardInterrupt):
+        with mutate.Restore(path) as restore:
+            path.write_text("mutant\n")
+            os.kill(os.getpid(), signal.SIGINT)
+    assert restore.interrupted and path.read_text() == ORIGINAL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 class _Build:
     def __init__(self, src: Path) -> None:
         self.src = src

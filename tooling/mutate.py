@@ -197,7 +197,7 @@ def render_html(data: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr class='{e(m['state'])}'><td class=mono>{e(m['path'])}:{m['line']}</td>"
         f"<td>{e(m['state'])}{' by ' + e(m['killed_by']) if m['killed_by'] else ''}</td>"
-        f"<td><pre>{e(m['diff'])}</pre></td><td>{'<br>'.join(e(i) for i in m['reach'])}"
+        f"<td><pre>{e(m['diff'])}</pre></td><td>{'<br>'.join(e(i) for i in m['reach']) or 'no id'}"
         f"{'<br><code>' + e(m['rerun']) + '</code>' if m['rerun'] else ''}</td></tr>"
         for m in data["mutants"])
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Mutation testing"
@@ -298,6 +298,7 @@ class Restore:
         self.path = path
         self.original = path.read_bytes()
         self.saved: dict[int, Any] = {}
+        self.interrupted = False
 
     def __enter__(self) -> Restore:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -305,7 +306,10 @@ class Restore:
         return self
 
     def _interrupted(self, signum: int, frame: FrameType | None) -> None:
+        # A sealed run waits for its pytest to clean up (tooling/seal.py swallows
+        # the KeyboardInterrupt there): the loop checks `interrupted` after it.
         self.put_back()
+        self.interrupted = True
         raise KeyboardInterrupt
 
     def put_back(self) -> None:
@@ -411,13 +415,9 @@ def drive(options: Options, toolchain: Path, build: Build, pytest_cmd: list[str]
     reach = {(p, n): line_reach(runs, (p, n)) for p, c in changes.items() for n in c.lines}
     mutants: list[Mutant] = []
     for path, change in sorted(changes.items()):
-        reached_lines = {n for n in change.lines if reach[(path, n)]}
         found = generate(build.src, path, set(change.lines), host_out / "mutants" / path)
         chosen = sample(found, options.sample, options.seed)
         say(f"{path}: {len(found)} mutants of {len(change.lines)} lines, {len(chosen)} chosen")
-        for m in chosen:
-            if m.line not in reached_lines:
-                m.state = "survived"  # no id reaches the line: nothing can notice
         mutants += chosen
     started = time.monotonic()
     try:
@@ -458,6 +458,8 @@ def run_file(toolchain: Path, build: Build, path: str, mutants: list[Mutant],
                 m.state = "no-compile"
             elif objdump(toolchain, build, obj, here / "objdump.txt") == base:
                 m.state = "equivalent"
+            elif not reach[(m.path, m.line)]:
+                m.state = "survived"  # it compiles to other code, and no id reaches its line
             elif toolchain_run(toolchain, ["make", "vswitchd/ovs-vswitchd"], cwd=build.build,
                                rw=rw, log=log) != 0:
                 m.state = "no-compile"
@@ -482,3 +484,5 @@ def run_file(toolchain: Path, build: Build, path: str, mutants: list[Mutant],
             say(f"mutant {index + 1}/{len(mutants)} {path}:{m.line}: {m.state}"
                 f"{' by ' + m.killed_by if m.killed_by else ''} ({m.seconds:.0f} s)")
             restore.put_back()
+            if restore.interrupted:
+                raise KeyboardInterrupt
