@@ -106,10 +106,13 @@ def test_options_before_or_after_the_mode_and_the_rest_in_order() -> None:
 
 @pytest.mark.parametrize("argv,message", [
     (["suite", "--quick"], "--quick is for './ovstest perf'"),
-    (["test", "--patch-runs=3"], "--ovs-configure, --baseline-upstream, --patch and "
-     "--patch-runs are for './ovstest coverage'"),
+    (["test", "--patch-runs=3"], "--patch and --patch-runs are for './ovstest coverage' "
+     "and './ovstest mutate'"),
+    (["test", "--baseline-upstream"], "--ovs-configure and --baseline-upstream are for "
+     "'./ovstest coverage'"),
     (["suite", "--series", "x"], "--series, --readme and --check are for './ovstest export'"),
-    (["test", "--ovs-src", "x"], "--ovs-src is for './ovstest export' and './ovstest coverage'"),
+    (["test", "--ovs-src", "x"], "--ovs-src is for './ovstest export', './ovstest coverage' and "
+     "'./ovstest mutate'"),
     (["flaky", "--candidate", "x"],
      "--baseline and --candidate are for './ovstest compare' and './ovstest perf'"),
 ])

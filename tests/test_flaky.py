@@ -249,7 +249,7 @@ def test_the_launcher_refuses_bad_flaky_input_before_provisioning(
     assert launcher.main(["suite", "--stress"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == ["ovstest: error: flaky: --runs 0: at least 1 run",
-                   "ovstest: error: --runs, --stress and --seed are for './ovstest flaky'"]
+                   "ovstest: error: --runs and --stress are for './ovstest flaky'"]
     assert flaky.pop_out_dir(["-q", "--out-dir", "o", "-k", "x"]) == ("o", ["-q", "-k", "x"])
     assert flaky.pop_out_dir(["--out-dir=p"]) == ("p", [])
 

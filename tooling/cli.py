@@ -163,6 +163,28 @@ MODES: tuple[Mode, ...] = (
           Option("--patch-runs", dict(metavar="N", default=str(gcovrun.DEFAULT_PATCH_RUNS), help=(
               f"with --patch: at most N group runs to find the ids "
               f"(default {gcovrun.DEFAULT_PATCH_RUNS})"))))),
+    Mode("mutate", "mutation testing of a patch's (or a file's) datapath lines in the gcov build",
+         "./ovstest mutate --patch fix.patch --sample 3 cases/dpif_netdev/test_basic.py",
+         "(--patch FILE|REV..REV | --file lib/X.c [--functions F,...]) [--sample N --seed S] "
+         "[--reach DIR] [--ovs-src DIR] [--id-timeout S] [--out-dir DIR] [PYTEST ARGS]",
+         "Mutants of the changed lines by universalmutator, built one by one in `coverage`'s "
+         "cached build; the ids that reach a line (found as coverage --patch does, or read "
+         "from --reach DIR's patch-runs.json) run with -x.  Writes mutate.html/.json in "
+         "reports/out-mutate/ (tooling/mutate.py); exit 1 if a mutant survived.",
+         (Option("--ovs-src", dict(metavar="DIR", help=(
+             "the OVS source tree (default: Debian's source of the runtime's version)"))),
+          Option("--patch", dict(metavar="FILE|REV..REV", help="the patch whose lines to mutate")),
+          Option("--file", dict(metavar="PATH", help="mutate this datapath file instead")),
+          Option("--functions", dict(metavar="F,...", help="with --file: only these functions")),
+          Option("--sample", dict(metavar="N", help="a random sample of N mutants per file")),
+          Option("--seed", dict(metavar="S", help="with --sample: the sample's seed (default 0)")),
+          Option("--reach", dict(metavar="DIR", help=(
+              "an earlier `coverage --patch` output directory: its patch-runs.json says "
+              "which ids reach which line"))),
+          Option("--patch-runs", dict(metavar="N", default=str(gcovrun.DEFAULT_PATCH_RUNS), help=(
+              "without --reach: at most N group runs to find the ids"))),
+          Option("--id-timeout", dict(metavar="S", help=(
+              "seconds an id may take against a mutant (pytest-timeout; a hang kills it)"))))),
 )
 MODE_NAMES = tuple(m.name for m in MODES)
 
@@ -246,4 +268,11 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     if args.mode == "coverage" and (args.ovs_bindir or os.environ.get("OVS_BINDIR")):
         raise LaunchError("coverage builds its own OVS: name the source tree with --ovs-src, "
                           "not --ovs-bindir or OVS_BINDIR")
+    if args.mode == "mutate" and bool(args.patch) == bool(args.file):
+        raise LaunchError("mutate needs --patch FILE|REV..REV or --file lib/X.c")
+    if args.mode == "mutate" and args.functions and not args.file:
+        raise LaunchError("mutate: --functions goes with --file")
+    if args.mode == "mutate" and (args.ovs_bindir or os.environ.get("OVS_BINDIR")):
+        raise LaunchError("mutate uses the coverage build: name the source tree with "
+                          "--ovs-src, not --ovs-bindir or OVS_BINDIR")
     return args, extra

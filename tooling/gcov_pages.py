@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 
 from reports.render import TEMPLATES
+from tooling.idgroups import finest
 from tooling.patchlines import FileChange, line_counts, states
 
 MAX_IDS_SHOWN = 12
@@ -217,17 +218,6 @@ class PatchLine:
     kind: str  # "added" or "after a deletion"
     state: str  # "reached", "not reached", "not code"
     groups: list[dict[str, Any]] = field(default_factory=list)  # the finest groups reaching it
-
-
-def finest(groups: list[dict[str, Any]], key: tuple[str, int]) -> list[int]:
-    """Indexes of the groups that reached `key` while none of their own run
-    children did: the narrowest evidence of which ids reach the line."""
-    hit = {i for i, g in enumerate(groups) if key in {(p, n) for p, n in g["reached"]}}
-    children: dict[int, list[int]] = {}
-    for i, g in enumerate(groups):
-        if g.get("parent") is not None:
-            children.setdefault(int(g["parent"]), []).append(i)
-    return sorted(i for i in hit if not any(c in hit for c in children.get(i, [])))
 
 
 def patch_lines(data: dict[str, Any], ours: dict[str, Any]) -> list[PatchLine]:

@@ -7,6 +7,7 @@ functions (a module of several), else into halves, down to single ids.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -76,3 +77,14 @@ def modules(nodeids: list[str]) -> list[Group]:
     for nodeid in nodeids:
         found.setdefault(nodeid.split("::", 1)[0], []).append(nodeid)
     return [Group(name, "module", ids) for name, ids in found.items()]
+
+
+def finest(groups: list[dict[str, Any]], key: tuple[str, int]) -> list[int]:
+    """Indexes of the groups that reached `key` while none of their own run
+    children did: the narrowest evidence of which ids reach the line."""
+    hit = {i for i, g in enumerate(groups) if key in {(p, n) for p, n in g["reached"]}}
+    children: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        if g.get("parent") is not None:
+            children.setdefault(int(g["parent"]), []).append(i)
+    return sorted(i for i in hit if not any(c in hit for c in children.get(i, [])))

@@ -252,6 +252,50 @@ def coverage(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
                          seal, render)
 
 
+def mutate(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
+    """Mutants of a patch's (or a file's) lines built in the coverage build, each
+    run by the ids that reach its line (tooling/mutate.py drives them)."""
+    from tooling import mutate as mutate_driver
+
+    def number(flag: str, value: str | None, default: int | None) -> int | None:
+        try:
+            return default if value is None else int(value)
+        except ValueError:
+            raise LaunchError(f"{flag} {value}: not a number") from None
+
+    sample = number("--sample", args.sample, None)
+    seed = number("--seed", args.seed, 0) or 0
+    timeout = number("--id-timeout", args.id_timeout, mutate_driver.DEFAULT_TIMEOUT)
+    budget = number("--patch-runs", args.patch_runs, gcovrun.DEFAULT_PATCH_RUNS)
+    given, extra = flaky_driver.pop_out_dir(extra)
+    host_out = user_path(given or mutate_driver.DEFAULT_OUT)
+    toolchain = toolchain_root()
+    if args.ovs_src:
+        src, origin, boot = user_path(args.ovs_src), f"--ovs-src {args.ovs_src}", False
+    else:
+        (src, origin), boot = debian_source(root), True
+    flags = configure_flags(None)
+    build = coverage_build(toolchain, src, origin, flags, boot)
+    choice = choose(str(build.build), "ovstest mutate")
+
+    def seal(inner: list[str], env: dict[str, str], rw: tuple[Path, ...],
+             log: Path | None) -> int:
+        argv, sealed_env = sealed_argv(root, ["python3", *inner], ro=choice.mounts, rw=rw,
+                                       extra_env={**choice.env(), **env})
+        return run_sealed(argv, sealed_env, log)
+
+    options = mutate_driver.Options(
+        patch=args.patch, file=args.file,
+        functions=[f for f in (args.functions or "").split(",") if f],
+        sample=sample, seed=seed, timeout=timeout or mutate_driver.DEFAULT_TIMEOUT,
+        cwd=user_path("."))
+    return mutate_driver.drive(
+        options, toolchain, build, inner_args("suite", extra), host_out, seal,
+        lambda: coverage_build(toolchain, src, origin, flags, boot),
+        reach_dir=user_path(args.reach) if args.reach else None,
+        budget=budget or gcovrun.DEFAULT_PATCH_RUNS)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run `./ovstest` (tooling/cli.py parses the line); return its exit status."""
     try:
@@ -288,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         given, how = args.ovs_bindir, "--ovs-bindir"
         if given is None and os.environ.get("OVS_BINDIR"):
             given, how = os.environ["OVS_BINDIR"], "OVS_BINDIR"
-        choice = choose(given, how) if args.mode not in ("provision", "compare", "coverage") \
+        choice = choose(given, how) if args.mode not in ("provision", "compare", "coverage",
+                                                         "mutate") \
             else None
         root = provision(force=args.rebuild_runtime)
         if args.mode == "provision":
@@ -301,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
             return compare(root, args, extra)
         if args.mode == "coverage":
             return coverage(root, args, extra)
+        if args.mode == "mutate":
+            return mutate(root, args, extra)
         assert choice is not None
         if args.mode == "perf":
             return perf(root, args, choice, extra)
