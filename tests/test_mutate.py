@@ -77,7 +77,7 @@ def test_object_code_tells_equivalent_mutants(tmp_path: Path) -> None:
     assert code(ORIGINAL.replace("a + 1", "a - 1"), "other") != base
 
 
-def test_reach_is_the_finest_groups_ids() -> None:
+def test_reach_starts_with_the_finest_groups_ids() -> None:
     runs = {"groups": [
         {"label": "m", "nodeids": ["t.py::a", "t.py::b"], "parent": None,
          "reached": [["lib/x.c", 3], ["lib/x.c", 5]]},
@@ -87,6 +87,20 @@ def test_reach_is_the_finest_groups_ids() -> None:
     assert mutate.line_reach(runs, ("lib/x.c", 3)) == ["t.py::a"]
     assert mutate.line_reach(runs, ("lib/x.c", 5)) == ["t.py::a", "t.py::b"]
     assert mutate.line_reach(runs, ("lib/x.c", 9)) == []
+
+
+def test_reach_goes_on_to_the_ids_the_bisection_did_not_run_alone() -> None:
+    # m reached line 3; of its halves only h1 ran (the budget), and of h1's ids
+    # only a: b, c and d may reach the line too and run after a; e's own run
+    # did not reach it.
+    runs = {"groups": [
+        {"label": "m", "nodeids": ["t::a", "t::b", "t::c", "t::d", "t::e"], "parent": None,
+         "reached": [["lib/x.c", 3]]},
+        {"label": "h1", "nodeids": ["t::a", "t::b"], "parent": 0, "reached": [["lib/x.c", 3]]},
+        {"label": "a", "nodeids": ["t::a"], "parent": 1, "reached": [["lib/x.c", 3]]},
+        {"label": "e", "nodeids": ["t::e"], "parent": 0, "reached": []},
+    ]}
+    assert mutate.line_reach(runs, ("lib/x.c", 3)) == ["t::a", "t::b", "t::c", "t::d"]
 
 
 def test_killer_is_the_first_failed_id() -> None:

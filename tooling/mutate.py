@@ -14,8 +14,9 @@ Stdlib only: this drives everything from the host, as tooling/gcovrun.py does.
    source is always put back (finally, and on SIGINT/SIGTERM), and the build is
    remade from it at the end, so the cache stays valid.
 4. The ids that reach a mutated line come from the reach `./ovstest coverage
-   --patch` computes (gcovrun.patch_runs, its finest groups); only those run,
-   with -x and a per-id timeout: a failure, a crash or a hang kills the mutant.
+   --patch` computes (gcovrun.patch_runs): its finest groups first, then the
+   rest of the groups that reached the line (line_reach); only those run, with
+   -x and a per-id timeout: a failure, a crash or a hang kills the mutant.
 5. mutate.json and mutate.html: survivors first, per line its mutants and reach,
    a mutation score per file.  Exit 1 when a mutant survived, 0 when none did.
 """
@@ -140,11 +141,22 @@ def lines_of_functions(source: str, functions: list[str]) -> set[int]:
 
 
 def line_reach(patch_runs: dict[str, Any], key: tuple[str, int]) -> list[str]:
-    """The ids of the finest groups of `./ovstest coverage --patch`'s runs that reach a line."""
+    """The ids that may reach a line, in the order they run: the finest groups of
+    `./ovstest coverage --patch`'s runs first (their run reached it), then the
+    other ids of the coarser groups that reached it, smallest group first.  The
+    bisection follows one path per line within its budget, so a group's sibling
+    that was never run alone may reach the line too, and may be the id that
+    notices the mutant; only an id whose own group ran without reaching the
+    line is left out."""
     groups = patch_runs.get("groups", [])
+    hits = [i for i, g in enumerate(groups) if key in {(p, n) for p, n in g["reached"]}]
+    missed = {n for g in groups if key not in {(p, m) for p, m in g["reached"]}
+              for n in g["nodeids"]}
     ids: list[str] = []
     for i in finest(groups, key):
         ids += [n for n in groups[i]["nodeids"] if n not in ids]
+    for i in sorted(hits, key=lambda i: len(groups[i]["nodeids"])):
+        ids += [n for n in groups[i]["nodeids"] if n not in ids and n not in missed]
     return ids
 
 
