@@ -39,6 +39,9 @@ PACKAGES = [
     "python3", "python3-pytest", "python3-scapy", "python3-pexpect",
     "python3-jinja2", "python3-pyshark", "python3-pytest-xdist", "python3-pytest-timeout",
     "python3-hypothesis", "python3-matplotlib", "gdb", "ruff", "mypy",
+    # ovs.flow: the OpenFlow parser the model's pipeline reads flow tables with
+    # (datapath/model/openflow/); netaddr is what its decoders import
+    "python3-openvswitch", "python3-netaddr",
     # pip and setuptools: tests/test_install_venv.py installs the checkout, offline,
     # into a clean venv that sees these (pyproject.toml's package list, as a user's
     # `pip install .` reads it)
@@ -55,7 +58,8 @@ APT_TIMEOUT = 600  # seconds, each apt-get call on the host
 MMDEBSTRAP_TIMEOUT = 1800  # seconds, building the root
 
 # Variables that may cross into the sealed runtime.
-PASS_ENV = ("TERM", "CI", "PYTEST_ADDOPTS", "OVSTEST_KEEP", "COLUMNS")
+PASS_ENV = ("TERM", "CI", "PYTEST_ADDOPTS", "OVSTEST_KEEP", "COLUMNS",
+            "OVSTEST_OF_DIFF")  # the OpenFlow differential record (system_ct.OfDiff)
 
 
 class LaunchError(Exception):

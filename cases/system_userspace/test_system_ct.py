@@ -2,8 +2,10 @@
 check-system-tso) run them: two namespaces on br0, upstream's flow table with
 ct actions, upstream's traffic and checks (ping | FORMAT_PING, dpctl/dump-
 conntrack | FORMAT_CT).  Beyond upstream, every frame that crosses OVS is
-judged: the flow table runs through the model's connection tracker in the
-order the frames met OVS (fixtures/system_userspace/system_ct.py's CtWire).
+judged: upstream's flow table itself, as the test installs it, runs through
+the model's OpenFlow pipeline (datapath/model/openflow.py) and its connection
+tracker in the order the frames met OVS (fixtures/system_userspace/system_ct.py's
+CtWire).
 """
 from __future__ import annotations
 
@@ -13,20 +15,11 @@ from collections.abc import Callable
 import pytest
 
 from datapath.backends.netns import Netns
-from datapath.model.actions import Action
-from datapath.model.conntrack import EST, NEW, TRK, Ct
 from fixtures.system_userspace.l7 import check_http, start_http
-from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, format_ct
+from fixtures.system_userspace.system_ct import CtWire, add_flows, check_ct, ct_ports, format_ct
 from fixtures.system_userspace.system_ct_macros import (
-    ARP,
-    ICMP,
-    ICMPV6,
-    IPV4,
-    IPV6,
-    UDP,
     UDP_1_2,
     UDP_2_1,
-    arp_normal,
     check_grep_ct,
     check_lost,
     grep_ct,
@@ -57,19 +50,7 @@ def test_ipv4_ping(system_traffic: Callable[..., Traffic], request: pytest.Fixtu
                   "priority=100,in_port=2,icmp,ct_state=-trk,action=ct(table=0)",
                   "priority=100,in_port=2,icmp,ct_state=+trk+est,action=1"])
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.eth_type != IPV4 or a.ip_proto != ICMP:
-            return []
-        if a.ofport == 1:
-            return [("ovs-p1", [Ct(a.table, commit=True)])]
-        if a.ofport == 2:
-            st = a.state().state
-            return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table)])]
-        return []
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     t.check_ping(ns0, "10.1.1.2")
     check_ct(t, "10.1.1.2", "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=<cleared>,type=8,code=0),"
              "reply=(src=10.1.1.2,dst=10.1.1.1,id=<cleared>,type=0,code=0)\n")
@@ -101,22 +82,12 @@ def test_controller(system_traffic: Callable[..., Traffic], request: pytest.Fixt
                   "priority=100,in_port=1,udp,action=ct(commit),controller",
                   "priority=100,in_port=2,ct_state=-trk,udp,action=ct(table=0)",
                   "priority=100,in_port=2,ct_state=+trk+est,udp,action=controller"])
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        """What each packet-out's own actions do: ct(table=0) then table 0
-        (controller or drop), or ct(commit),controller."""
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.frame.hex() == UDP_2_1:
-            return [(None, [Ct(a.table)])]
-        if a.frame.hex() == UDP_1_2:
-            return [(None, [Ct(a.table, commit=True)])]
-        return []
 
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     mon = monitor(t)
     for ofport, pkt, actions in ((2, UDP_2_1, "ct(table=0)"), (1, UDP_1_2, "ct(commit),controller"),
                                  (2, UDP_2_1, "ct(table=0)")):
-        wire.inject(f"ovs-p{ofport - 1}", pkt)
+        wire.inject(f"ovs-p{ofport - 1}", pkt, actions)
         t.sb.ofctl("-O", "OpenFlow13", "packet-out", "br0", str(ofport), actions, pkt)
     log = wait_packet_ins(mon, 2)
     assert log == (
@@ -155,19 +126,7 @@ def test_force_commit(system_traffic: Callable[..., Traffic], request: pytest.Fi
                   "priority=100,in_port=2,ct_state=+trk+est,udp,action=ct(force,commit,table=1)",
                   "table=1,in_port=2,ct_state=+trk,udp,action=controller"])
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.eth_type != IPV4 or a.ip_proto != UDP:
-            return []
-        if a.ofport == 1:
-            return [(None, [Ct(a.table, commit=True, force=True)])]
-        st = a.state().state
-        if st & TRK and st & EST:
-            return [(None, [Ct(a.table), Ct(a.table, commit=True, force=True)])]
-        return [(None, [Ct(a.table)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     mon = monitor(t)
     wire.packet_out("ovs-p1", UDP_2_1, "-O", "OpenFlow13", in_port="2")
     wire.packet_out("ovs-p0", UDP_1_2, "-O", "OpenFlow13", in_port="1")
@@ -337,16 +296,7 @@ def test_ct_flush(system_traffic: Callable[..., Traffic], request: pytest.Fixtur
                   "0xaa00000000->ct_label)),1"])
     dp = t.sb.appctl("dpctl/dump-dps").stdout.strip()
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.eth_type != IPV4:
-            return []
-        if a.ofport == 1:
-            return [("ovs-p1", [Ct(a.table, commit=True, mark=(0xAA, 0xFFFFFFFF))])]
-        return [("ovs-p0", [Ct(a.table, zone=5, commit=True, label=(0xAA00000000, (1 << 128) - 1))])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     for flush in ("dpctl", "dpctl-dp", "ofctl"):
         flush_sequence(t, wire, ns1, flush, dp)
     assert wire.verify() >= 30
@@ -359,18 +309,6 @@ PING_FLOWS = ["priority=1,action=drop", "priority=10,arp,action=normal",
               "priority=100,in_port=1,icmp,action=ct(commit),2",
               "priority=100,in_port=2,icmp,ct_state=-trk,action=ct(table=0)",
               "priority=100,in_port=2,icmp,ct_state=+trk+est,action=1"]
-
-
-def ping_pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-    """PING_FLOWS: ICMP from port 1 committed, to 2; from 2 only +est, to 1."""
-    if a.eth_type == ARP:
-        return arp_normal(a)
-    if a.eth_type != IPV4 or a.ip_proto != ICMP:
-        return []
-    if a.ofport == 1:
-        return [("ovs-p1", [Ct(a.table, commit=True)])]
-    st = a.state().state
-    return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table)])]
 
 
 def appctl_err(t: Traffic, expected: str, *args: str) -> None:
@@ -394,7 +332,7 @@ def test_get_nconns_maxconns(system_traffic: Callable[..., Traffic],
     t: Traffic = system_traffic(flavour)
     ns0, ns1 = ct_ports(t)
     add_flows(t, PING_FLOWS)
-    wire = CtWire.on(t, request, [ns0, ns1], ping_pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     t.check_ping(ns0, "10.1.1.2")
     check_ct(t, "10.1.1.2", "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=<cleared>,type=8,code=0),"
              "reply=(src=10.1.1.2,dst=10.1.1.1,id=<cleared>,type=0,code=0)\n")
@@ -435,15 +373,7 @@ def test_ipv6_ping(system_traffic: Callable[..., Traffic], request: pytest.Fixtu
                   "table=1,priority=100,in_port=2,icmp6,ct_state=+trk+est,action=1",
                   "table=1,priority=1,action=drop"])
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type != IPV6 or a.ip_proto != ICMPV6 or a.frame[54] not in (128, 129):
-            return [(port, []) for port in a.normal()]
-        if a.ofport == 1:
-            return [("ovs-p1", [Ct(a.table, commit=True)])]
-        st = a.state().state
-        return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     t.wait_ping6(ns0, "fc00::2")
     t.sb.appctl("dpctl/flush-conntrack")
     wire.flushed()
@@ -477,19 +407,7 @@ def test_new_connections(system_traffic: Callable[..., Traffic],
                   "table=1, priority=100,in_port=2,ct_state=+trk+est,action=1"])
     t.sb.appctl("vlog/set", "dbg")
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.eth_type != IPV4 or a.ip_proto not in (6, UDP):
-            return []
-        st = a.state().state
-        if st & TRK and st & EST:
-            return [(f"ovs-p{2 - a.ofport}", [Ct(a.table)])]
-        if a.ofport == 1 and st & TRK and st & NEW:
-            return [(None, [Ct(a.table), Ct(a.table, commit=True)])]
-        return [(None, [Ct(a.table)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2", 28)
     est_flow = ("NXST_FLOW reply:\n"
@@ -521,19 +439,7 @@ def test_generic_ip_protocol(system_traffic: Callable[..., Traffic],
                   "table=1, priority=100,in_port=1,ip,ct_state=+trk+new,action=ct(commit)",
                   "table=1, priority=100,in_port=1,ct_state=+trk+est,action=normal"])
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.eth_type != IPV4:
-            return []
-        st = a.state().state
-        if a.ofport == 1 and st & TRK and st & NEW:
-            return [(None, [Ct(a.table), Ct(a.table, commit=True)])]
-        if a.ofport == 1 and st & TRK and st & EST:
-            return [(port, [Ct(a.table)]) for port in a.normal()]
-        return [(None, [Ct(a.table)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     wire.packet_out("ovs-p0", "01005e00001200005e000101080045c0002800000000ff7019cdc0a8001ee00000"
                     "12210164010001ba52c0a800010000000000000000000000000000", "-O", "OpenFlow13",
                     in_port="1")

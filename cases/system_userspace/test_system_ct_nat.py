@@ -337,7 +337,7 @@ def test_snat_port_range_exhaustion(system_traffic: Callable[..., Traffic],
     wire = CtWire.on(t, request, [ns0, ns1], pipeline)
     start_http(t, ns1)
     syn = compose_syn()
-    wire.inject("LOCAL", syn)
+    wire.inject("LOCAL", syn, "ct(commit,zone=1,nat(src=10.1.1.240:34568))")
     t.sb.ofctl("packet-out", "br0",
                f"packet={syn.hex()} actions=ct(commit,zone=1,nat(src=10.1.1.240:34568))")
     one = ("tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),"
