@@ -13,18 +13,15 @@ to be one the flows allow, and pinned for the model.
 """
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from datapath import model
 from datapath.backends.netns import Netns
-from datapath.model.actions import Action, mod_nw_dst, mod_nw_src
-from datapath.model.conntrack import EST, INV, NEW, TRK, Conntrack, Ct, CtClear, Key, Nat
-from datapath.offloads import TxOffloads
+from datapath.model.actions import Action
+from datapath.model.conntrack import EST, NEW, TRK, Conntrack, Ct, Key, Nat
 from fixtures.system_userspace.l7 import check_http, start_http
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, format_ct
 from fixtures.system_userspace.system_ct_nat import (
@@ -34,18 +31,14 @@ from fixtures.system_userspace.system_ct_nat import (
     VIP,
     Out,
     SetEthDst,
-    SetEthSrc,
     after,
     arp_pipeline,
     arp_responder_flows,
     conntrack_keys,
     ip_dst,
-    ip_src,
     is_vip,
-    last_state,
     nc,
     nc_send,
-    normal,
     wait_dump,
 )
 from fixtures.system_userspace.system_traffic import FLAVOUR, Traffic, upstream
@@ -166,22 +159,8 @@ def test_dnat_with_additional_snat(system_traffic: Callable[..., Traffic],
                   "table=1,ip,actions=ct(commit,nat(src=10.1.1.240),"
                   "exec(set_field:0xac->ct_mark,set_field:0xac->ct_label),table=2)",
                   "table=2,in_port=1,ip,ct_mark=0xac,ct_label=0xac,actions=2"])
-    dnat, snat = Nat.of("dst", "10.1.1.2", 80), Nat.of("src", "10.1.1.240")
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return normal(a)
-        if a.eth_type != IPV4:
-            return []
-        if a.ofport == 1 and ip_dst(a.frame) == "172.1.1.2":
-            return [("ovs-p1", [Ct(a.table, commit=True, nat=dnat),
-                                Ct(a.table, commit=True, nat=snat, mark=(0xAC, 0xFFFFFFFF),
-                                   label=(0xAC, (1 << 128) - 1))])]
-        if a.ofport == 2:
-            return [("ovs-p0", [Ct(a.table, nat=Nat())])]
-        return []
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     check_http(t, ns0, "http://172.1.1.2:8080")
     check_ct(t, "10.1.1.240", "")
     check_ct(t, "10.1.1.1", "tcp,orig=(src=10.1.1.1,dst=172.1.1.2,sport=<cleared>,"
@@ -389,38 +368,7 @@ def test_floating_ip(system_traffic: Callable[..., Traffic], request: pytest.Fix
                   "table=21             ip,nw_dst=10.1.1.2 "
                   "action=set_field:f0:00:00:01:01:02->eth_dst,output:ovs-p1"])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type != IPV4:
-            return []
-        src, dst = ip_src(a.frame), ip_dst(a.frame)
-
-        def tracked(table: Conntrack) -> list[Action]:
-            st = last_state(a, lambda probe: [Ct(probe)])
-            return [Ct(table), *([Ct(table, commit=True)] if st & NEW else [])]
-        st = a.state().state
-        if not st & (NEW | EST) or st & INV:
-            return [(None, [Ct(a.table)])]
-        if dst in FIP:
-            if src not in LOCAL:
-                return [(None, tracked(a.table))]
-            src, dst = LOCAL[src], FIP[dst]
-
-            def translated(table: Conntrack) -> list[Action]:
-                return [*tracked(table), mod_nw_dst(dst), mod_nw_src(src), CtClear(table),
-                        Ct(table)]
-            st2 = last_state(a, translated)
-            if not st2 & (NEW | EST) or st2 & INV:
-                return [(None, translated(a.table))]
-            acts = [*translated(a.table), *([Ct(a.table, commit=True)] if st2 & NEW else [])]
-        else:
-            acts = tracked(a.table)
-        eth_src = FIP_MAC.get(src, GW_MAC if src.startswith("10.254.254.") else None)
-        if eth_src is None or dst not in FIP_MAC:
-            return [(None, acts)]
-        out = {"10.1.1.1": "ovs-p0", "10.1.1.2": "ovs-p1"}[dst]
-        return [(out, [*acts, SetEthSrc(eth_src), SetEthDst(FIP_MAC[dst])])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
 
     def ended(addr: str) -> Callable[[str], str]:
         return lambda d: format_ct("".join(f"{line}\n" for line in d.splitlines()
@@ -476,31 +424,7 @@ def test_negative_recirculation_optimization(system_traffic: Callable[..., Traff
                   "table=8             ip,nw_dst=10.1.1.1 action=output:ovs-p0",
                   "table=8             ip,nw_dst=10.1.1.2 action=output:ovs-p1"])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type != IPV4:
-            return []
-        src, dst = ip_src(a.frame), ip_dst(a.frame)
-        st = a.state().state
-        if dst not in FIP or src not in LOCAL or not st & (NEW | EST) or st & INV:
-            return [(None, [Ct(a.table)])]
-        src, dst = LOCAL[src], FIP[dst]
-
-        def rewritten(table: Conntrack) -> list[Action]:
-            mark1 = [Ct(table, commit=True, mark=(1, 0xFFFFFFFF))] if st & NEW else []
-            return [Ct(table), *mark1, mod_nw_dst(dst), mod_nw_src(src),
-                    SetEthDst(FIP_MAC[dst]), SetEthSrc(GW_MAC), Ct(table)]
-        probe = copy.deepcopy(a.table)
-        model.forward(a.frame, rewritten(probe), TxOffloads(), a.rx)
-        st2, mark = probe.last.state, (probe.last.conn.mark if probe.last.committed
-                                       and probe.last.conn is not None else 0)
-        acts = rewritten(a.table)
-        if st2 & TRK and st2 & NEW and mark == 0:
-            acts.append(Ct(a.table, commit=True, mark=(2, 0xFFFFFFFF)))
-        elif not (st2 & TRK and st2 & EST):
-            return [(None, acts)]
-        return [({"10.1.1.1": "ovs-p0", "10.1.1.2": "ovs-p1"}[dst], acts)]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     nc_send(t, ns1, "10.254.254.1", "1234")
     check_ct(t, "10.254.254",
              "tcp,orig=(src=10.1.1.2,dst=10.254.254.1,sport=<cleared>,dport=<cleared>),"

@@ -584,19 +584,7 @@ def test_zone_based_timeout_policy(system_traffic: Callable[..., Traffic],
                   "table=1,in_port=1,ip,ct_state=+trk+new,action=ct(commit,zone=5),2",
                   "table=1,in_port=1,ip,ct_state=+trk+est,action=2"])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return normal(a)
-        if a.eth_type != IPV4:
-            return []
-        st = a.state(5).state
-        if a.ofport == 2:
-            return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table, zone=5)])]
-        if st & TRK and st & NEW:
-            return [("ovs-p1", [Ct(a.table, zone=5), Ct(a.table, zone=5, commit=True)])]
-        return [("ovs-p1" if st & TRK and st & EST else None, [Ct(a.table, zone=5)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
 
     def traffic() -> None:
         t.check_ping(ns0, "10.1.1.2")

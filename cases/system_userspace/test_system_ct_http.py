@@ -63,20 +63,7 @@ def test_preserve_registers(system_traffic: Factory, request: pytest.FixtureRequ
                   "priority=100,in_port=4,tcp,ct_state=-trk,action=ct(commit,table=0)",
                   "priority=100,in_port=4,tcp,ct_state=+trk,action=3"])
 
-    def pipeline(a: Arrival) -> Out:
-        base = l2_icmp(a)
-        if base is not None:
-            return base
-        p = a.ofport
-        if p == 1:
-            return [("ovs-p1", [Ct(a.table, commit=True)])]
-        if p == 2:
-            return [("ovs-p0", [Ct(a.table)])]
-        if p == 3:
-            return [("ovs-p3", [Ct(a.table), Ct(a.table, commit=True)])]
-        return [("ovs-p2", [Ct(a.table, commit=True)])]
-
-    wire = CtWire.on(t, request, spaces, pipeline)
+    wire = CtWire.on(t, request, spaces)
     start_http(t, spaces[1])
     start_http(t, spaces[3])
     check_http(t, spaces[0], "10.1.1.2")
@@ -104,18 +91,7 @@ def test_invalid(system_traffic: Factory, request: pytest.FixtureRequest,
                   "priority=100,in_port=4,ct_state=+trk+inv,tcp,action=3",
                   "priority=100,in_port=4,ct_state=+trk+new,tcp,action=3"])
 
-    def pipeline(a: Arrival) -> Out:
-        base = l2_icmp(a)
-        if base is not None:
-            return base
-        p = a.ofport
-        if p in (1, 3):
-            return [(f"ovs-p{p}", [Ct(a.table)])]
-        st = a.state().state
-        passes = st & NEW or (p == 4 and st & INV)
-        return [(f"ovs-p{p - 2}" if passes else None, [Ct(a.table)])]
-
-    wire = CtWire.on(t, request, spaces, pipeline)
+    wire = CtWire.on(t, request, spaces)
     start_http(t, spaces[1])
     start_http(t, spaces[3])
     check_http(t, spaces[0], "10.1.1.2", 28)
@@ -145,17 +121,7 @@ def zones_case(t: Traffic, request: pytest.FixtureRequest, flows: list[str],
     spaces = ct_ports(t, n=4)
     add_flows(t, flows)
 
-    def pipeline(a: Arrival) -> Out:
-        base = l2_icmp(a)
-        if base is not None:
-            return base
-        p = a.ofport
-        zone = zone1 if p in (1, 2) else zone2
-        if p in (1, 3):
-            return [(f"ovs-p{p}", [Ct(a.table, zone=zone, commit=True)])]
-        return [(f"ovs-p{p - 2}" if zone == zone1 else None, [Ct(a.table, zone=zone)])]
-
-    wire = CtWire.on(t, request, spaces, pipeline)
+    wire = CtWire.on(t, request, spaces)
     start_http(t, spaces[1])
     start_http(t, spaces[3])
     check_http(t, spaces[0], "10.1.1.2")
@@ -363,16 +329,7 @@ def test_multiple_zones(system_traffic: Factory, request: pytest.FixtureRequest,
                   "priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0,zone=2)",
                   "priority=100,in_port=2,ct_state=+trk,ct_zone=2,tcp,action=1"])
 
-    def pipeline(a: Arrival) -> Out:
-        base = l2_icmp(a)
-        if base is not None:
-            return base
-        if a.ofport == 1:
-            return [("ovs-p1", [Ct(a.table, zone=1, commit=True),
-                                Ct(a.table, zone=2, commit=True)])]
-        return [("ovs-p0", [Ct(a.table, zone=2)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_http(t, ns0, "10.1.1.2")
@@ -389,21 +346,7 @@ def mark_case(t: Traffic, request: pytest.FixtureRequest, flows: list[str],
     spaces = ct_ports(t, n=4)
     add_flows(t, flows)
 
-    def pipeline(a: Arrival) -> Out:
-        base = l2_icmp(a)
-        if base is not None:
-            return base
-        p = a.ofport
-        value = ours if p in (1, 2) else theirs
-        if p in (1, 3):
-            commit = Ct(a.table, commit=True, label=(value, (1 << 128) - 1)) if field == "label" \
-                else Ct(a.table, commit=True, mark=(value, 0xFFFFFFFF))
-            return [(f"ovs-p{p}", [commit])]
-        meta = tracked_metadata(a)
-        ok = meta is not None and meta[1 if field == "label" else 0] == ours
-        return [(f"ovs-p{p - 2}" if ok else None, [Ct(a.table)])]
-
-    wire = CtWire.on(t, request, spaces, pipeline)
+    wire = CtWire.on(t, request, spaces)
     start_http(t, spaces[1])
     start_http(t, spaces[3])
     name = "labels" if field == "label" else field
@@ -470,41 +413,8 @@ def fiddle_case(t: Traffic, request: pytest.FixtureRequest, flows: list[str],
     without metadata)."""
     ns0, ns1 = ct_ports(t)
     add_flows(t, flows)
-    z = 1 if zones else 0
-    use_mark = "ct_mark" in "".join(flows)
-    use_label = "ct_label" in "".join(flows)
-    m5 = (5, 5) if use_mark else None
-    l5 = (5, 5) if use_label else None
-    m2 = (2, 6) if use_mark else None
-    l2 = (0x200000000, 0x200000004) if use_label else None
 
-    def pipeline(a: Arrival) -> Out:
-        base = l2_icmp(a)
-        if base is not None:
-            return base
-        if a.ofport == 1:
-            first: list[Action] = [Ct(a.table, zone=z)]
-            if a.state(z).state & NEW:
-                commit = [*first, Ct(a.table, zone=z, commit=True, mark=m5, label=l5)]
-                return [("ovs-p1", commit + ([Ct(a.table, zone=2, commit=True)] if zones else []))]
-            return [("ovs-p1", first + ([Ct(a.table, zone=2)] if zones else []))]
-        acts: list[Action] = [Ct(a.table, zone=z, commit=True, mark=m2, label=l2)]
-        if zones:
-            return [("ovs-p0", [*acts, Ct(a.table, zone=2)])]
-        probe = a.state(z)
-        if not probe.state & TRK or probe.state & INV or probe.conn is None \
-                or not (probe.committed or probe.state & NEW):
-            mark = label = 0
-        else:  # the commit's exec applies to this packet's connection
-            mark, label = probe.conn.mark, probe.conn.label
-            if m2:
-                mark = (mark & ~m2[1]) | (m2[0] & m2[1])
-            if l2:
-                label = (label & ~l2[1]) | (l2[0] & l2[1])
-        ok = probe.state & TRK and (mark == 3 if use_mark else label == 0x200000001)
-        return [("ovs-p0" if ok else None, acts)]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_ct(t, "10.1.1.2", expected)

@@ -22,14 +22,13 @@ from scapy.layers.inet import UDP as UDPH
 from scapy.layers.l2 import Ether
 
 from datapath.backends.netns import KernelSide
-from datapath.model.conntrack import Ct, Nat
+from datapath.model.conntrack import Ct
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, ct_ports
 from fixtures.system_userspace.system_ct_nat import (
     IPV4,
     UDP,
     Out,
     compose,
-    normal,
 )
 from fixtures.system_userspace.system_traffic import FLAVOUR, Traffic, upstream
 from harness.control import check
@@ -269,16 +268,8 @@ def test_nat_commit_refused(system_traffic: Callable[..., Traffic],
                   f"priority=100,in_port=1,udp,action=ct(commit,zone=1,{nat_text}),2",
                   "priority=0,action=drop"])
     t.sb.allow_log(r"Unable to NAT due to tuple space exhaustion")
-    nat = Nat.of("src", "10.1.1.240", 34568 if why == "exhaustion" else None)
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == 0x0806:
-            return normal(a)
-        if a.ofport == 1 and a.eth_type == IPV4 and a.ip_proto == UDP:
-            return [("ovs-p1", [Ct(a.table, zone=1, commit=True, nat=nat)])]
-        return []
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     if setup:
         t.sb.appctl(*setup)
         if why == "zone_limit":

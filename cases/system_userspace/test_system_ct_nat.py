@@ -24,10 +24,7 @@ from fixtures.system_userspace.l7 import check_http, start_http
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
 from fixtures.system_userspace.system_ct_nat import (
     ARP,
-    ICMP,
-    ICMP6,
     IPV4,
-    IPV6,
     NAT_MAC,
     OWNED_F0,
     RESPOND_F0,
@@ -75,21 +72,7 @@ def test_http(system_traffic: Callable[..., Traffic], request: pytest.FixtureReq
                   f"priority=100,in_port=2,ct_state=-trk,{tcp},action=ct(table=0)",
                   f"priority=100,in_port=2,ct_state=+trk+est,{tcp},action=1"])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP and not six:
-            return normal(a)
-        if a.eth_type != (IPV6 if six else IPV4):
-            return []
-        if a.ip_proto == (ICMP6 if six else ICMP):
-            return normal(a)
-        if a.ip_proto != TCP:
-            return []
-        if a.ofport == 1:
-            return [("ovs-p1", [Ct(a.table, commit=True)])]
-        st = a.state().state
-        return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     if six:
         t.wait_ping6(ns0, "fc00::2")
     start_http(t, ns0, six)
@@ -129,22 +112,7 @@ def test_commit_recirc(system_traffic: Callable[..., Traffic], request: pytest.F
                   "priority=100,in_port=4,tcp,ct_state=-trk,action=ct(commit,table=0)",
                   "priority=100,in_port=4,tcp,ct_state=+trk,action=3"])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return normal(a)
-        if a.eth_type != IPV4:
-            return []
-        if a.ip_proto == ICMP:
-            return normal(a)
-        if a.ip_proto != TCP:
-            return []
-        port = {1: "ovs-p1", 2: "ovs-p0", 3: "ovs-p3", 4: "ovs-p2"}[a.ofport]
-        acts: dict[int, list[Action]] = {
-            1: [Ct(a.table, commit=True)], 2: [Ct(a.table)],
-            3: [Ct(a.table), Ct(a.table, commit=True)], 4: [Ct(a.table, commit=True)]}
-        return [(port, acts[a.ofport])]
-
-    wire = CtWire.on(t, request, spaces, pipeline)
+    wire = CtWire.on(t, request, spaces)
     start_http(t, spaces[1])
     start_http(t, spaces[3])
     check_http(t, spaces[0], "10.1.1.2")

@@ -12,7 +12,6 @@ to be one the flows allow, and pinned for the model.
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable
 
@@ -203,19 +202,8 @@ def test_ipv6_http_with_dnat(system_traffic: Callable[..., Traffic],
                   "action=ct(zone=1,nat(dst=fc00::2),commit),2",
                   "priority=100 in_port=2,ct_state=-trk,ip6,action=ct(table=0,nat,zone=1)",
                   "priority=100 in_port=2,ct_state=+trk+est,ct_zone=1,ip6,action=1"])
-    nat = Nat.of("dst", "fc00::2")
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type != IPV6:
-            return []
-        if a.ofport == 1:
-            dst = str(ipaddress.IPv6Address(a.frame[38:54]))
-            return [("ovs-p1", [Ct(a.table, zone=1, commit=True, nat=nat)])] \
-                if dst == "fc00::240" else []
-        st = a.state(1, Nat()).state
-        return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table, zone=1, nat=Nat())])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     t.wait_ping6(ns0, "fc00::240")
     t.check_ping(ns0, "fc00::240", six=True)
     start_http(t, ns1, six=True)
@@ -251,18 +239,8 @@ def test_ipv6_icmp6_related_with_snat(system_traffic: Callable[..., Traffic],
                   "priority=100 in_port=2,ct_state=-trk,ip6,action=ct(table=0,nat)",
                   "priority=100 in_port=2,ct_state=+trk+est,ip6,action=1",
                   "priority=100 in_port=2,ct_state=+trk+rel,ip6,action=1"])
-    nat = Nat.of("src", "fc00::240")
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type != IPV6:
-            return []
-        if a.ofport == 1:
-            return [("ovs-p1", [Ct(a.table, commit=True, nat=nat)])]
-        st = a.state(0, Nat()).state
-        ok = st & TRK and st & (EST | REL)
-        return [("ovs-p0" if ok else None, [Ct(a.table, nat=Nat())])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     t.wait_ping6(ns0, "fc00::2")
     t.sb.appctl("dpctl/flush-conntrack")
     wire.flushed()
@@ -357,15 +335,7 @@ def test_multiple_icmp_traverse(system_traffic: Callable[..., Traffic],
                   "table=2,priority=10  ct_state=+trk+new,in_port=1 action=drop",
                   "table=2,priority=10  ct_state=+trk+est action=drop"])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type != IPV4 or a.ip_proto != ICMP:
-            return []
-        st = a.state(1).state
-        if a.ofport == 1 and st & NEW:
-            return [(None, [Ct(a.table, zone=1), Ct(a.table, commit=True)])]
-        return [(None, [Ct(a.table, zone=1)])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     icmp = compose(t, "eth_src=f0:00:00:01:01:01,eth_dst=f0:00:00:01:01:02,eth_type=0x0800,"
                       "nw_src=10.1.1.1,nw_dst=10.1.1.2,nw_proto=1,nw_ttl=64,nw_frag=no,"
                       "icmp_type=8,icmp_code=0", "")

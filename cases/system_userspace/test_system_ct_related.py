@@ -14,14 +14,11 @@ from collections.abc import Callable
 import pytest
 
 from datapath.model.actions import Action
-from datapath.model.conntrack import NEW, REL, RPL, TRK, Ct, Nat
+from datapath.model.conntrack import Ct
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
 from fixtures.system_userspace.system_ct_macros import (
-    ARP,
     ICMP,
     IPV4,
-    UDP,
-    arp_normal,
     check_grep_ct,
     dump_flows_sorted,
     monitor,
@@ -51,21 +48,7 @@ def test_icmp_related(system_traffic: Callable[..., Traffic], request: pytest.Fi
                   "priority=100,in_port=2,icmp,ct_state=-trk,action=ct(table=0)",
                   "priority=100,in_port=2,icmp,ct_state=+trk+rel,ct_mark=1,action=1"])
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.eth_type != IPV4:
-            return []
-        if a.ofport == 1 and a.ip_proto == UDP:
-            return [("ovs-p1", [Ct(a.table, commit=True, mark=(1, 0xFFFFFFFF))])]
-        if a.ofport == 2 and a.ip_proto == ICMP:
-            res = a.state()
-            ok = res.state & TRK and res.state & REL and res.conn is not None \
-                and res.conn.mark == 1
-            return [("ovs-p0" if ok else None, [Ct(a.table)])]
-        return []
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     data = t.sb.rundir / "a.txt"
     data.write_text("a\n")
     t.run(["ncat", *NC_EOF_OPT, "-u", "10.1.1.2", "10000"], ns0, input_path=data)
@@ -111,21 +94,8 @@ def test_icmp_related_original_direction(system_traffic: Callable[..., Traffic],
                   "table=2,in_port=2,udp,action=ct(commit,zone=34673),1",
                   "table=2,in_port=1,udp,action=ct(commit,zone=34673),2",
                   "table=2,in_port=2,ct_state=+rel,icmp,action=1"])
-    zone = 34673
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type == ARP:
-            return arp_normal(a)
-        if a.eth_type != IPV4:
-            return []
-        acts: list[Action] = [Ct(a.table), Ct(a.table, zone=zone)]
-        if a.ip_proto == UDP:
-            return [(f"ovs-p{2 - a.ofport}", [*acts, Ct(a.table, zone=zone, commit=True)])]
-        if a.ofport == 2 and a.ip_proto == ICMP and a.state(zone).state & REL:
-            return [("ovs-p0", acts)]
-        return [(None, acts)]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     for port, pkt in ((2, UDP_53_FWD), (1, UDP_53_REV), (2, UNREACH_53)):
         wire.inject(f"ovs-p{port - 1}", pkt)
         t.sb.ofctl("-O", "OpenFlow13", "packet-out", "br0", str(port), "resubmit(,0)", pkt)
@@ -229,20 +199,8 @@ def test_icmp_related_nat_single_port(system_traffic: Callable[..., Traffic],
                   "table=0,in_port=ovs-p0,ct_state=+trk+new,udp,actions=ct(commit,"
                   "nat(dst=10.1.1.2:8080)),ovs-p1",
                   "table=0,in_port=ovs-p1,ct_state=+trk+rel+rpl,icmp,actions=ovs-p0"])
-    nat = Nat.of("dst", "10.1.1.2", 8080)
 
-    def pipeline(a: Arrival) -> list[tuple[str | None, list[Action]]]:
-        if a.eth_type != IPV4:
-            return []
-        first = Ct(a.table, nat=Nat())
-        st = a.state(nat=Nat()).state
-        if a.port == "ovs-p0" and a.ip_proto == UDP and st & TRK and st & NEW:
-            return [("ovs-p1", [first, Ct(a.table, commit=True, nat=nat)])]
-        if a.port == "ovs-p1" and a.ip_proto == ICMP and st & TRK and st & REL and st & RPL:
-            return [("ovs-p0", [first])]
-        return [(None, [first])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     pcap, err = t.sb.rundir / "p0.pcap", t.sb.rundir / "tcpdump0_err"
     t.daemonize("tcpdump", ["sh", "-c", f"exec tcpdump -n -l -U -i p0 -w {pcap} 2>{err}"],
                 ns0, t.sb.rundir / "tcpdump0.out")
