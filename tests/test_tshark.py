@@ -73,3 +73,23 @@ def test_a_tshark_that_never_captures_says_so(tmp_path: Path, monkeypatch: pytes
             checker.raw(compose("udp", 4))
     finally:
         checker.close()
+
+
+# A TCP ACK (10.1.1.1:36474 -> 10.1.1.2:80) whose checksum is zero: Linux sent
+# it with the field 0xffff (a software completion writes CSUM_MANGLED_0), as
+# captured in a run of test_zones_from_other_field_more[dpdk].
+TCP_ZERO_SUM = bytes.fromhex(
+    "3adea10a236d12d92ce2f094080045000034b562400040066f5d0a0101010a0101028e7a0050578761"
+    "21f3e0ab818010003fffff00000101080acac9e4d6a8ac2157")
+
+
+def test_tcp_checksum_0xffff_for_zero_is_good_as_rfc_1071_verifies(checker: Tshark) -> None:
+    """Both ones' complement zeros verify (RFC 1071: the sum over the header,
+    field included, is all ones); Wireshark's own status says bad for 0xffff."""
+    assert checker.raw(TCP_ZERO_SUM)["TCP"] == ["good"]
+    zero = bytearray(TCP_ZERO_SUM)
+    zero[50:52] = b"\x00\x00"
+    assert checker.raw(bytes(zero))["TCP"] == ["good"]
+    wrong = bytearray(TCP_ZERO_SUM)
+    wrong[50:52] = b"\xff\xfe"
+    assert checker.raw(bytes(wrong))["TCP"] == ["bad"]
