@@ -198,3 +198,46 @@ def test_a_packet_out_runs_its_own_actions_not_the_table() -> None:
     of = OpenFlow.of(["actions=2"], PORTS)
     assert {p: len(e.frames) for p, e in of.run(udp(), "p1", actions="3").sent.items()
             if e.frames} == {"p3": 1}
+
+
+def test_upstream_arp_responder_answers_by_the_in_port() -> None:
+    """system-traffic.at's NAT tests' responder: a request for 10.1.1.240 is
+    turned into the reply from 80:88:88:88:88:88 (RFC 826) and sent back by
+    the port it came in by (in_port cleared, the port kept in reg3)."""
+    flows = [
+        "priority=100 arp arp_op=1 action=move:OXM_OF_ARP_TPA[]->NXM_NX_REG2[],resubmit(,8),"
+        "goto_table:10",
+        "priority=10 arp action=normal",
+        "table=8,reg2=0x0a0101f0/0xffffffff,action=load:0x808888888888->OXM_OF_PKT_REG0[]",
+        "table=8,priority=0,action=load:0->OXM_OF_PKT_REG0[]",
+        "table=10 priority=100 arp xreg0=0 action=normal",
+        "table=10 priority=10,arp,arp_op=1,action=load:2->OXM_OF_ARP_OP[],"
+        "move:OXM_OF_ARP_SHA[]->OXM_OF_ARP_THA[],move:OXM_OF_PKT_REG0[0..47]->OXM_OF_ARP_SHA[],"
+        "move:OXM_OF_ARP_SPA[]->OXM_OF_ARP_TPA[],move:NXM_NX_REG2[]->OXM_OF_ARP_SPA[],"
+        "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],move:OXM_OF_PKT_REG0[0..47]->NXM_OF_ETH_SRC[],"
+        "move:NXM_OF_IN_PORT[]->NXM_NX_REG3[0..15],load:0->NXM_OF_IN_PORT[],"
+        "output:NXM_NX_REG3[0..15]",
+        "table=10 priority=0 action=drop"]
+    of = OpenFlow.of(flows, PORTS, normal=lambda frame, port: ["p3"])
+    req = bytes(Ether(src=MAC1, dst="ff:ff:ff:ff:ff:ff")
+                / ARP(op=1, hwsrc=MAC1, psrc="10.1.1.1", pdst="10.1.1.240"))
+    (reply,) = of.run(req, "p1").sent["p1"].frames
+    want = Ether(src="80:88:88:88:88:88", dst=MAC1) / ARP(
+        op=2, hwsrc="80:88:88:88:88:88", psrc="10.1.1.240", hwdst=MAC1, pdst="10.1.1.1")
+    assert reply == bytes(want)
+    # Any other address is NORMAL's.
+    other = bytes(Ether(src=MAC1, dst="ff:ff:ff:ff:ff:ff")
+                  / ARP(op=1, hwsrc=MAC1, psrc="10.1.1.1", pdst="10.1.1.2"))
+    assert where(of, other, "p1") == {"p3": 1}
+
+
+def test_resubmit_with_ct_looks_up_the_original_tuple() -> None:
+    """ovs-actions(7), resubmit's ct flag: the reply is looked up as its
+    connection's original direction (10.1.1.1 -> 10.1.1.2)."""
+    of = OpenFlow.of(["table=0,in_port=1,udp,actions=ct(commit),2",
+                      "table=0,in_port=2,udp,ct_state=-trk,actions=ct(table=1)",
+                      "table=1,ct_state=+est,actions=resubmit(,2,ct)",
+                      "table=2,nw_src=10.1.1.1,tp_src=1,actions=1",
+                      "table=2,priority=1,actions=3"], PORTS)
+    assert where(of, udp(), "p1") == {"p2": 1}
+    assert where(of, udp(src="10.1.1.2", dst="10.1.1.1", sport=2, dport=1), "p2") == {"p1": 1}

@@ -36,7 +36,7 @@ import pytest
 
 from datapath.backends.netns import Netns
 from datapath.model.actions import Action
-from datapath.model.conntrack import EST, INV, NEW, REL, RPL, TRK, Ct, Key, Nat, Result
+from datapath.model.conntrack import EST, NEW, REL, Ct
 from datapath.model.packet import Packet
 from fixtures.system_userspace.l7 import CURL_TIMEOUT, check_ftp, check_tftp, lftp, start_ftp, start_tftp
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, format_ct
@@ -126,31 +126,6 @@ def control(port: int = 21, proto: int = TCP, nat: bool = False, handshake: bool
             return bool(flags & SYN)
         return not (nat and ADDRESSED.search(payload))
     return judged
-
-
-def to_port(a: Arrival) -> int | None:
-    seg = l4(a.frame)
-    return seg[2] if seg else None
-
-
-def after_nat(res: Result, key: Key | None) -> Key | None:
-    """The packet's tuple after ct(nat) (ovs-actions(7) `nat`): a committed
-    connection's packets take the other direction's key reversed."""
-    conn = res.conn
-    if conn is None or not conn.committed or not conn.nat or key is None:
-        return key
-    return conn.orig.reversed() if res.reply else conn.reply.reversed()
-
-
-def key_of(a: Arrival) -> Key | None:
-    seg = l4(a.frame)
-    if seg is None:
-        return None
-    if a.eth_type == IPV4:
-        src, dst = (str(ipaddress.IPv4Address(a.frame[i:i + 4])) for i in (26, 30))
-    else:
-        src, dst = (str(ipaddress.IPv6Address(a.frame[i:i + 16])) for i in (22, 38))
-    return Key(src, dst, seg[0], seg[1], seg[2])
 
 
 def normal(a: Arrival) -> Out:
@@ -461,20 +436,6 @@ table=1 priority=0, action=drop
 """
 
 
-def ftp6_flows(a: Arrival) -> Out:
-    """FTP6_FLOWS (either port's +new+rel rule: only data connections take it)."""
-    if a.eth_type != IPV6:
-        return []
-    if a.ip_proto == ICMPV6:
-        return [(other(a), [])]
-    st = a.state().state
-    if a.ip_proto == TCP and a.ofport == 1 and st & NEW and to_port(a) == 21:
-        return [(P1, [Ct(a.table), Ct(a.table, commit=True)])]
-    if a.ip_proto == TCP and st & EST:
-        return [(other(a), [Ct(a.table)])]
-    return [(None, [Ct(a.table)])]
-
-
 @FLAVOUR
 @upstream("conntrack - FTP over IPv6")
 def test_ftp_ipv6(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
@@ -541,22 +502,6 @@ table=1,in_port=2,tcp,ct_zone=2,ct_state=+trk+est,action=ct(table=2,zone=1)
 table=2,in_port=2,tcp,ct_zone=1,ct_state=+trk+rel,action=ct(commit,zone=2),ct(commit,zone=1),1
 table=2,in_port=2,tcp,ct_zone=1,ct_state=+trk+est,action=1
 """
-
-
-def multi_flows(a: Arrival) -> Out:
-    if (out := arp_icmp(a)) is not None:
-        return out
-    if a.ip_proto != TCP:
-        return []
-    first, second = (1, 2) if a.ofport == 1 else (2, 1)
-    st = a.state(zone=first).state
-    look = Ct(a.table, zone=first)
-    if a.ofport == 1 and st & NEW:
-        return [(P1, [look, Ct(a.table, zone=1, commit=True), Ct(a.table, zone=2, commit=True)])]
-    if not st & EST:
-        return [(None, [look])]
-    st2 = a.state(zone=second).state
-    return [(other(a) if st2 & EST else None, [look, Ct(a.table, zone=second)])]
 
 
 @FLAVOUR
@@ -753,112 +698,22 @@ class ArpReply(Action):
         d[0:6], d[6:12] = bytes(d[6:12]), mac
 
 
-def arp_responder(a: Arrival, nat: str) -> Out:
-    """ARP_RESPONDER: a request for the NAT address answered with ns0's MAC out
-    its in port; other requests and every reply NORMAL."""
-    if a.frame[20:22] == b"\x00\x01" and a.frame[38:42] == ipaddress.IPv4Address(nat).packed:
-        return [(a.port, [ArpReply(NS0_MAC)])]
-    return normal(a)
-
-
-def pre_recirc(nat: str) -> Callable[[Arrival], Out]:
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_responder(a, nat)
-        if a.eth_type != IPV4:
-            return []
-        res = a.state(nat=Nat())
-        look = Ct(a.table, nat=Nat())
-        if a.ip_proto == ICMP:  # table 2's +rel icmp to 10.1.1.1, the only SNATed source
-            return [(P0 if a.ofport == 2 and res.state & REL else None, [look])]
-        key = after_nat(res, key_of(a))
-        if a.ip_proto != TCP or key is None:
-            return [(None, [look])]
-        if a.ofport == 1:
-            if res.state & NEW and key.dport == 21 and key.src == "10.1.1.1":
-                return [(P1, [look, Ct(a.table, commit=True, nat=Nat.of("src", nat))])]
-            return [(P1 if res.state & EST and key.src == nat else None, [look])]
-        return [(P0 if res.state & EST and key.dst == "10.1.1.1" else None, [look])]
-    return pipeline
-
-
-def post_recirc(nat: str) -> Callable[[Arrival], Out]:
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_responder(a, nat)
-        if a.eth_type != IPV4:
-            return []
-        st = a.state().state
-        look = Ct(a.table)
-        if a.ip_proto == ICMP and a.ofport == 2 and st & REL:
-            return [(P0, [look, Ct(a.table, nat=Nat())])]
-        if a.ip_proto == TCP and a.ofport == 1 and st & NEW and to_port(a) == 21:
-            return [(P1, [look, Ct(a.table, commit=True, nat=Nat.of("src", nat))])]
-        if a.ip_proto == TCP and st & EST:
-            return [(other(a), [look, Ct(a.table, nat=Nat())])]
-        return [(None, [look])]
-    return pipeline
-
-
-def orig_tuple(nat: str) -> Callable[[Arrival], Out]:
-    """ORIG_TUPLE's ACL: port 1 is IN (reg3=1), port 2 OUT (reg3=2), zone 1;
-    table 3 accepts (reg2=1, rule 1234) what comes IN from 10.1.1.1, judged on
-    the packet's headers, or on the connection's original tuple (resubmit
-    with ct) for replies."""
-    def acl(reg0: int, src: str | None) -> tuple[int, int]:
-        return (1234, 1) if reg0 == 1 and src == "10.1.1.1" else (1235, 0)
-
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_responder(a, nat)
-        if a.eth_type != IPV4:
-            return []
-        reg3 = a.ofport
-        first = Ct(a.table, zone=1, nat=Nat() if reg3 == 2 else None)
-        res = a.state(zone=1, nat=first.nat)
-        st, key = res.state, key_of(a)
-        src = key.src if key else None
-        if not st & TRK or st & INV:
-            return [(None, [first])]
-        if st & REL:
-            return [(None, [first])]  # related: a data connection's, out of reach
-        if st & RPL:  # CT ACL in the other direction, on the original tuple
-            orig = res.orig
-            reg1, reg2 = acl(3 - reg3, orig.src if orig else None)
-            if not reg2:
-                reg1, reg2 = acl(reg3, src)
-        else:
-            reg1, reg2 = acl(reg3, src)
-        if not reg2:
-            return [(None, [first])]
-        out = P1 if reg3 == 1 else P0
-        if st & NEW:
-            kind = "src" if reg3 == 1 else "dst"
-            label = (reg1 << 96 | (reg3 & 1), 0xFFFFFFFF << 96 | 1)
-            return [(out, [first, Ct(a.table, zone=1, commit=True, nat=Nat.of(kind, nat),
-                                     label=label)])]
-        if reg3 == 1:
-            return [(out, [first, Ct(a.table, zone=1, nat=Nat())])]
-        return [(out, [first])]
-    return pipeline
-
-
 NAT_VARIANTS = {
-    "SNAT prerecirc": (PRE_RECIRC, pre_recirc, "/0xffffffff", ""),
-    "SNAT postrecirc": (POST_RECIRC, post_recirc, "/0xffffffff", ""),
-    "SNAT orig tuple": (ORIG_TUPLE, orig_tuple, "", "zone=1,labels=0x4d2000000000000000000000001,"),
+    "SNAT prerecirc": (PRE_RECIRC, "/0xffffffff", ""),
+    "SNAT postrecirc": (POST_RECIRC, "/0xffffffff", ""),
+    "SNAT orig tuple": (ORIG_TUPLE, "", "zone=1,labels=0x4d2000000000000000000000001,"),
 }
 
 
 def check_ftp_nat(t: Traffic, request: pytest.FixtureRequest, variant: str, nat: str) -> None:
     """CHECK_FTP_NAT(TITLE, nat, flows, ct dump)."""
-    flows, pipeline, mask, extra = NAT_VARIANTS[variant]
+    flows, mask, extra = NAT_VARIANTS[variant]
     ns0, ns1 = ct_ports(t)
     set_mac(t, ns0, "p0", NS0_MAC)
     hexaddr = "0x" + ipaddress.IPv4Address(nat).packed.hex()
     add_flows(t, flows.format(nat=nat) + ARP_RESPONDER.format(hex=hexaddr, mask=mask,
                                                                   reply=ARP_REPLY_ACTIONS))
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline(nat))
+    wire = CtWire.on(t, request, [ns0, ns1])
     seqadj = len(nat) != len("10.1.1.1")
     wire.judged = control(nat=True, handshake=seqadj)
     start_ftp(t, ns1)
@@ -928,33 +783,6 @@ def nat_table(head: str, first: str, rel: str, est1: str, est2: str, icmp: str =
             "table=1 priority=0, action=drop\n")
 
 
-def nat_pipeline(ipv: int, nat: Nat, client: str, est1: Callable[[Key], bool],
-                 est2: Callable[[Key], bool]) -> Callable[[Arrival], Out]:
-    """nat_table's flows: ct(nat,table=1) on every IP packet; ICMP both ways;
-    a new control connection from `client` to port 21 committed with `nat`
-    and the helper; established TCP when its translated tuple matches
-    `est1` (from port 1) or `est2` (from port 2); the related rule only for
-    data connections (out of reach)."""
-    eth_type, icmp = (IPV4, ICMP) if ipv == 4 else (IPV6, ICMPV6)
-
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type != eth_type:
-            return []
-        look = Ct(a.table, nat=Nat())
-        if a.ip_proto == icmp:
-            return [(other(a), [look])]
-        res = a.state(nat=Nat())
-        key = after_nat(res, key_of(a))
-        if a.ip_proto != TCP or key is None:
-            return [(None, [look])]
-        if a.ofport == 1 and res.state & NEW and key.src == client and key.dport == 21:
-            return [(P1, [look, Ct(a.table, commit=True, nat=nat)])]
-        if res.state & EST and (est1 if a.ofport == 1 else est2)(key):
-            return [(other(a), [look])]
-        return [(None, [look])]
-    return pipeline
-
-
 def v4_pair(t: Traffic, addr1: str = "10.1.1.2/24", mask: str = "/24"
             ) -> tuple[Netns, Netns]:
     """ADD_VETH(p0, 10.1.1.1) and ADD_VETH(p1, addr1), with the e6:66:c1 MACs."""
@@ -969,11 +797,11 @@ V4_HEAD = "table=0 priority=10 ip, action=ct(nat,table=1)"
 
 
 def run_v4_nat(t: Traffic, request: pytest.FixtureRequest, flows: str,
-               pipeline: Callable[[Arrival], Out], ns0: Netns, ns1: Netns, ping: str,
+               ns0: Netns, ns1: Netns, ping: str,
                fetches: list[tuple[str, tuple[str, ...], bool]], dump_addr: str,
                dump: str) -> None:
     add_flows(t, flows)
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     wire.judged = control(nat=True)
     wait_ping(t, ns0, ping)
     start_ftp(t, ns1)
@@ -1004,9 +832,7 @@ def test_ipv4_ftp_passive_snat(system_traffic: Callable[..., Traffic],
         "in_port=1 ct_state=+new+rel tcp nw_src=10.1.1.1 action=ct(commit,nat),2",
         f"in_port=1 ct_state=+est tcp nw_src={n} action=2",
         "in_port=2 ct_state=+est tcp nw_dst=10.1.1.1 action=1")
-    pipeline = nat_pipeline(4, Nat.of("src", n), "10.1.1.1", lambda k: k.src == n,
-                            lambda k: k.dst == "10.1.1.1")
-    run_v4_nat(t, request, flows, pipeline, ns0, ns1, "10.1.1.2",
+    run_v4_nat(t, request, flows, ns0, ns1, "10.1.1.2",
                [("10.1.1.2", ("--epsv",), False), ("10.1.1.2", ("--disable-epsv",), False)],
                "10.1.1.2", tcp_ct("10.1.1.1", "10.1.1.2", reply=("10.1.1.2", n))
                + tcp_ct("10.1.1.1", "10.1.1.2", reply=("10.1.1.2", n), helper=True))
@@ -1033,12 +859,10 @@ def run_dnat(t: Traffic, request: pytest.FixtureRequest, mask: str, virtual: str
         rel,
         f"in_port=1 ct_state=+est tcp nw_dst={server} action=2",
         f"in_port=2 ct_state=+est tcp nw_dst={client} action=1")
-    pipeline = nat_pipeline(4, Nat.of("dst", server), client, lambda k: k.dst == server,
-                            lambda k: k.dst == client)
     ctl = tcp_ct(client, virtual, reply=(server, client), helper=True)
     dump = (ctl + tcp_ct(server, client, reply=(client, virtual)) if active
             else tcp_ct(client, virtual, reply=(server, client)) + ctl)
-    run_v4_nat(t, request, flows, pipeline, ns0, ns1, server,
+    run_v4_nat(t, request, flows, ns0, ns1, server,
                [(virtual, opts, active) for opts in fetches], virtual, dump)
 
 
@@ -1095,7 +919,7 @@ V6_SNAT = "fc00::240"
 
 
 def v6_snat(t: Traffic, request: pytest.FixtureRequest, flows: str,
-            pipeline: Callable[[Arrival], Out], active: bool, judged: Callable[[bytes], bool],
+            active: bool, judged: Callable[[bytes], bool],
             peer_mac: bool = False) -> CtWire:
     """The IPv6 SNAT tests' common body: ADD_VETH without nodad, ns0's MAC set,
     ns1's neighbour entry for the NAT address; flows; the ping6 wait; the
@@ -1107,7 +931,7 @@ def v6_snat(t: Traffic, request: pytest.FixtureRequest, flows: str,
         static_neigh(t, ns0, "p0", "fc00::2", "80:88:88:88:88:99")
     static_neigh(t, ns1, "p1", V6_SNAT, NS0_MAC)
     add_flows(t, flows)
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     wire.judged = judged
     t.wait_ping6(ns0, "fc00::2")
     start_ftp(t, ns1, six=True)
@@ -1129,10 +953,6 @@ def v6_snat_flows(rel: str) -> str:
         "in_port=2 ct_state=+est tcp6 ipv6_dst=fc00::1     action=1", icmp="icmp6")
 
 
-V6_PIPELINE = nat_pipeline(6, Nat.of("src", V6_SNAT), "fc00::1", lambda k: k.src == V6_SNAT,
-                           lambda k: k.dst == "fc00::1")
-
-
 @FLAVOUR
 @upstream("conntrack - IPv6 FTP with SNAT")
 def test_ipv6_ftp_snat(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
@@ -1147,7 +967,7 @@ def test_ipv6_ftp_snat(system_traffic: Callable[..., Traffic], request: pytest.F
     t: Traffic = system_traffic(flavour)
     wire = v6_snat(t, request, v6_snat_flows(
         f"in_port=2 ct_state=+new+rel tcp6 ipv6_dst={V6_SNAT} action=ct(commit,nat),1"),
-        V6_PIPELINE, True, control(nat=True, handshake=True))
+        True, control(nat=True, handshake=True))
     check_ct(t, "fc00::2", V6_SNAT_DUMP)
     assert wire.verify() >= 4
 
@@ -1164,7 +984,7 @@ def test_ipv6_ftp_passive_snat(system_traffic: Callable[..., Traffic],
     t: Traffic = system_traffic(flavour)
     wire = v6_snat(t, request, v6_snat_flows(
         "in_port=1 ct_state=+new+rel tcp6 ipv6_dst=fc00::2 action=ct(commit,nat),2"),
-        V6_PIPELINE, False, control(nat=True), peer_mac=True)
+        False, control(nat=True), peer_mac=True)
     check_ct(t, "fc00::2", tcp_ct("fc00::1", "fc00::2", reply=("fc00::2", V6_SNAT))
              + tcp_ct("fc00::1", "fc00::2", reply=("fc00::2", V6_SNAT), helper=True))
     assert wire.verify() >= 10
@@ -1185,24 +1005,6 @@ table=1 priority=0, action=drop
 """
 
 
-def v6_orig_pipeline(a: Arrival) -> Out:
-    """V6_ORIG_FLOWS: the TCP rules match the connection's original tuple
-    (ovs-fields(7) ct_nw_proto, ct_ipv6_src, ct_tp_dst)."""
-    if a.eth_type != IPV6:
-        return []
-    look = Ct(a.table, nat=Nat())
-    if a.ip_proto == ICMPV6:
-        return [(other(a), [look])]
-    res = a.state(nat=Nat())
-    st, orig = res.state, res.orig
-    ours = orig is not None and orig.proto == TCP and orig.src == "fc00::1" and orig.dport == 21
-    if not ours or not st & TRK or st & INV:
-        return [(None, [look])]
-    if a.ofport == 1 and st & NEW and a.ip_proto == TCP:
-        return [(P1, [look, Ct(a.table, commit=True, nat=Nat.of("src", V6_SNAT))])]
-    return [(other(a) if st & EST else None, [look])]
-
-
 @FLAVOUR
 @upstream("conntrack - IPv6 FTP with SNAT - orig tuple")
 def test_ipv6_ftp_snat_orig_tuple(system_traffic: Callable[..., Traffic],
@@ -1212,7 +1014,7 @@ def test_ipv6_ftp_snat_orig_tuple(system_traffic: Callable[..., Traffic],
     connection's).  Judged the same way: the pings and the control
     connection's handshake (EPRT grows by two characters: seqadj)."""
     t: Traffic = system_traffic(flavour)
-    wire = v6_snat(t, request, V6_ORIG_FLOWS, v6_orig_pipeline, True,
+    wire = v6_snat(t, request, V6_ORIG_FLOWS, True,
                    control(nat=True, handshake=True))
     check_ct(t, "fc00::2", V6_SNAT_DUMP)
     assert wire.verify() >= 4
@@ -1235,27 +1037,6 @@ table=1 priority=0, action=drop
 table=2 in_port=1 ct_state=+est udp nw_src=10.1.1.240 action=2
 table=2 in_port=2 ct_state=+est udp nw_dst=10.1.1.1 action=1
 """
-
-
-def tftp_snat_pipeline(a: Arrival) -> Out:
-    if a.eth_type != IPV4:
-        return []
-    look = Ct(a.table)
-    if a.ip_proto == ICMP:
-        return [(other(a), [look])]
-    res = a.state()
-    key = key_of(a)
-    if a.ip_proto != UDP or key is None:
-        return [(None, [look])]
-    if a.ofport == 1 and res.state & NEW and key.src == "10.1.1.1" and key.dport == 69:
-        return [(P1, [look, Ct(a.table, commit=True, nat=Nat.of("src", "10.1.1.240"))])]
-    if res.state & EST:
-        then = Ct(a.table, nat=Nat())
-        after = after_nat(res, key)
-        assert after is not None
-        ok = after.src == "10.1.1.240" if a.ofport == 1 else after.dst == "10.1.1.1"
-        return [(other(a) if ok else None, [look, then])]
-    return [(None, [look])]
 
 
 @FLAVOUR

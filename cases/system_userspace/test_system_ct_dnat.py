@@ -21,7 +21,7 @@ import pytest
 
 from datapath.backends.netns import Netns
 from datapath.model.actions import Action
-from datapath.model.conntrack import EST, NEW, TRK, Conntrack, Ct, Key, Nat
+from datapath.model.conntrack import Conntrack, Ct, Key, Nat
 from fixtures.system_userspace.l7 import check_http, start_http
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports, format_ct
 from fixtures.system_userspace.system_ct_nat import (
@@ -44,9 +44,6 @@ from fixtures.system_userspace.system_ct_nat import (
 from fixtures.system_userspace.system_traffic import FLAVOUR, Traffic, upstream
 
 pytestmark = pytest.mark.requires(backend="tap")
-
-
-DNAT_VIP = Nat.of("dst", "10.1.1.2")
 
 
 def dnat_checks(t: Traffic, ns0: Netns, ns1: Netns) -> None:
@@ -81,18 +78,7 @@ def test_simple_dnat(system_traffic: Callable[..., Traffic], request: pytest.Fix
                   "priority=100 in_port=2,ct_state=+trk+est,ct_zone=1,ip,action=1",
                   *arp_responder_flows("reg2=0x0a010140"), "priority=0,action=drop"])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_pipeline(a, is_vip)
-        if a.eth_type != IPV4:
-            return []
-        if a.ofport == 1:
-            nat = DNAT_VIP if ip_dst(a.frame) == VIP else None
-            return [("ovs-p1", [Ct(a.table, zone=1, commit=True, nat=nat)])]
-        st = a.state(1, Nat()).state
-        return [("ovs-p0" if st & TRK and st & EST else None, [Ct(a.table, zone=1, nat=Nat())])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     dnat_checks(t, ns0, ns1)
     assert wire.verify() >= 20
 
@@ -118,21 +104,7 @@ def test_more_complex_dnat(system_traffic: Callable[..., Traffic],
                   "table=1 priority=100 in_port=2 ct_state=+est ct_zone=1 action=1",
                   "table=1 priority=0 action=drop", *responder[2:]])
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_pipeline(a, is_vip)
-        if a.eth_type != IPV4:
-            return []
-        first = Ct(a.table, zone=1, nat=Nat())
-        st = a.state(1, Nat()).state
-        if a.ofport == 1 and st & NEW:
-            nat = DNAT_VIP if ip_dst(a.frame) == VIP else None
-            return [("ovs-p1", [first, Ct(a.table, zone=1, commit=True, nat=nat)])]
-        if st & EST and a.ofport in (1, 2):
-            return [({1: "ovs-p1", 2: "ovs-p0"}[a.ofport], [first])]
-        return [(None, [first])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     dnat_checks(t, ns0, ns1)
     assert wire.verify() >= 20
 
@@ -298,9 +270,6 @@ FIP = {"10.254.254.1": "10.1.1.1", "10.254.254.2": "10.1.1.2"}
 
 
 LOCAL = {v: k for k, v in FIP.items()}
-
-
-FIP_MAC = {"10.1.1.1": "f0:00:00:01:01:01", "10.1.1.2": "f0:00:00:01:01:02"}
 
 
 GW_MAC = "f0:00:00:01:01:FE"

@@ -28,17 +28,6 @@ pytestmark = pytest.mark.requires(backend="tap")
 Factory = Callable[..., Traffic]
 
 
-def tracked_metadata(a: Arrival, zone: int = 0) -> tuple[int, int] | None:
-    """(ct_mark, ct_label) of the packet after a ct in `zone`: its committed
-    connection's, zero otherwise (ovs-fields(7)); None if it is not tracked."""
-    res = a.state(zone)
-    if not res.state & TRK:
-        return None
-    if res.committed and res.conn is not None:
-        return res.conn.mark, res.conn.label
-    return 0, 0
-
-
 @FLAVOUR
 @upstream("conntrack - preserve registers")
 def test_preserve_registers(system_traffic: Factory, request: pytest.FixtureRequest,

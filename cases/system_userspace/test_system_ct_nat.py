@@ -18,31 +18,21 @@ from collections.abc import Callable
 
 import pytest
 
-from datapath.model.actions import Action
-from datapath.model.conntrack import EST, NEW, RPL, TRK, Conntrack, Ct, Key, Nat
+from datapath.model.conntrack import RPL, Ct, Nat
 from fixtures.system_userspace.l7 import check_http, start_http
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
 from fixtures.system_userspace.system_ct_nat import (
-    ARP,
     IPV4,
     NAT_MAC,
-    OWNED_F0,
     RESPOND_F0,
     SNAT_RANGE,
-    TCP,
     TCP_XX,
     XX,
     Out,
-    after,
-    arp_pipeline,
     arp_responder_flows,
     check_ct_xx,
-    in_range,
-    ip_dst,
     nat_choices,
     nc,
-    normal,
-    pin,
     ping1,
     wait_dump,
 )
@@ -120,25 +110,6 @@ def test_commit_recirc(system_traffic: Callable[..., Traffic], request: pytest.F
     assert wire.verify() >= 20
 
 
-def snat_pipeline(nat: Nat, chosen: dict[Key, tuple[str, int]], proto: int | None = None,
-                  reply_ports: tuple[int, ...] = ()) -> Callable[[Arrival], Out]:
-    """in_port=1,[proto] -> ct(commit,zone=1,nat(...)),2; in_port=2 [proto,
-    tp_dst in reply_ports] ct_state=-trk -> ct(table=0,zone=1,nat), then
-    +trk,ct_zone=1 -> 1; the ARP responder for 10.1.1.240/28."""
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_pipeline(a, OWNED_F0)
-        if a.eth_type != IPV4 or (proto is not None and a.ip_proto != proto):
-            return []
-        if a.ofport == 1:
-            pin(a, 1, chosen)
-            return [("ovs-p1", [Ct(a.table, zone=1, commit=True, nat=nat)])]
-        if reply_ports and int.from_bytes(a.frame[36:38], "big") not in reply_ports:
-            return []
-        return [("ovs-p0", [Ct(a.table, zone=1, nat=Nat())])]
-    return pipeline
-
-
 @FLAVOUR
 @upstream("conntrack - simple SNAT")
 def test_simple_snat(system_traffic: Callable[..., Traffic], request: pytest.FixtureRequest,
@@ -155,12 +126,12 @@ def test_simple_snat(system_traffic: Callable[..., Traffic], request: pytest.Fix
                   "in_port=2,ct_state=-trk,ip,action=ct(table=0,zone=1,nat)",
                   "in_port=2,ct_state=+trk,ct_zone=1,ip,action=1",
                   *arp_responder_flows(RESPOND_F0), "priority=0,action=drop"])
-    chosen: dict[Key, tuple[str, int]] = {}
-    wire = CtWire.on(t, request, [ns0, ns1], snat_pipeline(SNAT_RANGE, chosen))
+    wire = CtWire.on(t, request, [ns0, ns1])
     start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_ct_xx(t, "10.1.1.2", TCP_XX)
-    chosen.update(nat_choices(t, SNAT_RANGE, zone=1))
+    chosen = nat_choices(t, SNAT_RANGE, zone=1)
+    wire.pin(1, chosen)
     assert wire.verify() >= 10
 
 
@@ -232,13 +203,12 @@ def test_snat_port_range(system_traffic: Callable[..., Traffic], request: pytest
                   "in_port=2,ct_state=+trk,ct_zone=1,tcp,action=1",
                   *arp_responder_flows(RESPOND_F0), "priority=0,action=drop"])
     nat = Nat.of("src", "10.1.1.240-10.1.1.254", (34567, 34568))
-    chosen: dict[Key, tuple[str, int]] = {}
-    wire = CtWire.on(t, request, [ns0, ns1],
-                     snat_pipeline(nat, chosen, TCP, reply_ports=(34567, 34568)))
+    wire = CtWire.on(t, request, [ns0, ns1])
     start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_ct_xx(t, "10.1.1.2", TCP_XX)
-    chosen.update(nat_choices(t, nat, zone=1))
+    chosen = nat_choices(t, nat, zone=1)
+    wire.pin(1, chosen)
     assert chosen, "no connection was translated"
     assert wire.verify() >= 10
 
@@ -260,13 +230,13 @@ def test_snat_port_range_icmp(system_traffic: Callable[..., Traffic],
                   "in_port=2,ct_state=+trk,ct_zone=1,action=1",
                   *arp_responder_flows(RESPOND_F0), "priority=0,action=drop"])
     nat = Nat.of("src", "10.1.1.240-10.1.1.254", 20000)
-    chosen: dict[Key, tuple[str, int]] = {}
-    wire = CtWire.on(t, request, [ns0, ns1], snat_pipeline(nat, chosen))
+    wire = CtWire.on(t, request, [ns0, ns1])
     ping1(t, ns0, "10.1.1.2")
     check_ct_xx(t, "10.1.1.2", "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=<cleared>,type=8,"
                 f"code=0),reply=(src=10.1.1.2,dst={XX},id=<cleared>,type=0,code=0),zone=1\n",
                 dedup=False)
-    chosen.update(nat_choices(t, nat, zone=1))
+    chosen = nat_choices(t, nat, zone=1)
+    wire.pin(1, chosen)
     assert wire.verify() >= 2
 
 
@@ -295,14 +265,8 @@ def test_snat_port_range_exhaustion(system_traffic: Callable[..., Traffic],
     t.sb.allow_log(r"Unable to NAT due to tuple space exhaustion",
                    r"Dropped .* log messages in last .* seconds",
                    r"\|WARN\|.* execute ct.* failed")
-    nat = Nat.of("src", "10.1.1.240", 34568)
 
-    def pipeline(a: Arrival) -> Out:
-        if a.port == "LOCAL":  # the packet-out: its actions, no output
-            return [(None, [Ct(a.table, zone=1, commit=True, nat=nat)])]
-        return snat_pipeline(nat, {}, TCP, reply_ports=(34568,))(a)
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     start_http(t, ns1)
     syn = compose_syn()
     wire.inject("LOCAL", syn, "ct(commit,zone=1,nat(src=10.1.1.240:34568))")
@@ -351,27 +315,13 @@ def test_more_complex_snat(system_traffic: Callable[..., Traffic],
                   "table=1 priority=0 action=drop",
                   *[f for f in arp_responder_flows("priority=100 " + RESPOND_F0)
                     if f.startswith("table=")]])
-    chosen: dict[Key, tuple[str, int]] = {}
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_pipeline(a, OWNED_F0)
-        if a.eth_type != IPV4:
-            return []
-        first = Ct(a.table, zone=1, nat=Nat())
-        st = a.state(1, Nat()).state
-        if a.ofport == 1 and st & TRK and st & NEW and not st & EST:
-            pin(a, 1, chosen)
-            return [("ovs-p1", [first, Ct(a.table, zone=1, commit=True, nat=SNAT_RANGE)])]
-        if st & TRK and st & EST and not st & NEW and a.ofport in (1, 2):
-            return [({1: "ovs-p1", 2: "ovs-p0"}[a.ofport], [first])]
-        return [(None, [first])]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     start_http(t, ns1)
     check_http(t, ns0, "10.1.1.2")
     check_ct_xx(t, "10.1.1.2", TCP_XX)
-    chosen.update(nat_choices(t, SNAT_RANGE, zone=1))
+    chosen = nat_choices(t, SNAT_RANGE, zone=1)
+    wire.pin(1, chosen)
     assert wire.verify() >= 10
 
 
@@ -401,32 +351,9 @@ def test_all_zero_ip_snat(system_traffic: Callable[..., Traffic], request: pytes
                   "table=10,priority=10,ip,nw_dst=10.1.1.0/24 actions=resubmit(,20)",
                   "table=20,priority=10,ip,nw_dst=10.1.1.1,action=1",
                   "table=20,priority=10,ip,nw_dst=10.1.1.2,action=2"])
-    zero, dnat = Nat.of("src", "0.0.0.0"), Nat.of("dst", "10.1.1.2")
-    chosen: dict[Key, tuple[str, int]] = {}
-    subnet = in_range("10.1.1.0", "10.1.1.255")
+    zero = Nat.of("src", "0.0.0.0")
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return normal(a)
-        if a.eth_type != IPV4:
-            return []
-        dst, rpl = ip_dst(a.frame), a.state().state & RPL
-
-        def acts(table: Conntrack) -> list[Action]:
-            if subnet(dst) and not rpl:
-                return [Ct(table), Ct(table, commit=True, nat=zero)]
-            if subnet(dst):
-                return [Ct(table), Ct(table, nat=Nat())]
-            if dst == "172.1.1.2":
-                return [Ct(table), Ct(table, commit=True, nat=dnat)]
-            return [Ct(table)]
-        if subnet(dst) and not rpl:
-            pin(a, 0, chosen)
-        # table 20: by the destination the packet has by then
-        port = {"10.1.1.1": "ovs-p0", "10.1.1.2": "ovs-p1"}.get(ip_dst(after(a, acts)))
-        return [(port, acts(a.table))]
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     nc(t, ns0, "TEST", "30000", "10.1.1.2")
     wait_dump(t, lambda d: "".join(f"{line}\n" for line in d.splitlines()
                                    if "orig=(src=10.1.1.1," in line),
@@ -448,7 +375,8 @@ def test_all_zero_ip_snat(system_traffic: Callable[..., Traffic], request: pytes
               "10.1.1.2,dst=10.1.1.1,sport=80,dport=<rnd_port>),protoinfo=(state=TIME_WAIT)\n"
               "tcp,orig=(src=10.1.1.1,dst=172.1.1.2,sport=<clnt_s_port>,dport=80),reply=(src="
               "10.1.1.2,dst=10.1.1.1,sport=80,dport=<clnt_s_port>),protoinfo=(state=TIME_WAIT)\n")
-    chosen.update(nat_choices(t, zero))
+    chosen = nat_choices(t, zero)
+    wire.pin(0, chosen)
     assert len(chosen) == 1, f"exactly the colliding connection is SNATed: {chosen}"
     assert wire.verify() >= 20
 

@@ -19,24 +19,20 @@ import pytest
 
 from datapath.backends.netns import KernelSide, Netns
 from datapath.model.actions import Action
-from datapath.model.conntrack import EST, NEW, REL, RPL, TRK, Ct, Key, Nat
+from datapath.model.conntrack import EST, NEW, REL, RPL, TRK, Ct, Nat
 from fixtures.system_userspace.l7 import check_http, start_http
 from fixtures.system_userspace.system_ct import Arrival, CtWire, add_flows, check_ct, ct_ports
 from fixtures.system_userspace.system_ct_nat import (
-    ARP,
     ICMP,
     ICMP6,
     IPV4,
     IPV6,
     NAT_MAC,
-    OWNED_F0,
     RESPOND_F0,
     SNAT_RANGE,
     UDP,
     XX,
     Out,
-    after,
-    arp_pipeline,
     arp_responder_flows,
     check_ct_xx,
     check_flows,
@@ -44,7 +40,6 @@ from fixtures.system_userspace.system_ct_nat import (
     compose,
     flows_file,
     grep_ct,
-    ip_dst,
     nat_choices,
     nc_udp,
     pcap_hex,
@@ -78,24 +73,8 @@ def test_icmp_related_with_nat(system_traffic: Callable[..., Traffic],
                   "in_port=2,icmp,ct_state=-trk,action=ct(table=0,nat)",
                   "in_port=2,icmp,nw_dst=10.1.1.1,ct_state=+trk+rel,ct_mark=1,action=1",
                   *arp_responder_flows(RESPOND_F0), "priority=0,action=drop"])
-    chosen: dict[Key, tuple[str, int]] = {}
 
-    def pipeline(a: Arrival) -> Out:
-        if a.eth_type == ARP:
-            return arp_pipeline(a, OWNED_F0)
-        if a.eth_type != IPV4:
-            return []
-        if a.ofport == 1 and a.ip_proto == UDP:
-            pin(a, 0, chosen)
-            return [("ovs-p1", [Ct(a.table, commit=True, nat=SNAT_RANGE, mark=(1, 0xFFFFFFFF))])]
-        if a.ofport == 2 and a.ip_proto == ICMP:
-            st = a.state(0, Nat())
-            ok = (st.state & REL and st.conn is not None and st.conn.mark == 1
-                  and ip_dst(after(a, lambda table: [Ct(table, nat=Nat())])) == "10.1.1.1")
-            return [("ovs-p0" if ok else None, [Ct(a.table, nat=Nat())])]
-        return []
-
-    wire = CtWire.on(t, request, [ns0, ns1], pipeline)
+    wire = CtWire.on(t, request, [ns0, ns1])
     pcap = start_tcpdump(t, *t.wire_of("p0"), "p0")  # upstream: tcpdump -i ovs-p0
     nc_udp(t, ns0, "10.1.1.2", "10000")
     wait_until(lambda: "unreachable" in tcpdump_read(t, pcap, "icmp"), 10,
@@ -117,7 +96,8 @@ OFPST_FLOW reply (OF1.5):
                 f"dport=<cleared>),reply=(src=10.1.1.2,dst={XX},sport=<cleared>,"
                 "dport=<cleared>),mark=1\n", dedup=False)
     check_no_bad_checksum(t, pcap, "icmp")
-    chosen.update(nat_choices(t, SNAT_RANGE))
+    chosen = nat_choices(t, SNAT_RANGE)
+    wire.pin(0, chosen)
     assert wire.verify() >= 3
 
 
@@ -162,7 +142,6 @@ def test_ipv6_http_with_snat(system_traffic: Callable[..., Traffic],
                     f"icmpv6_type=135,nd_target={a},action=ct(commit,nat(dst=fc00::1)),1"
                     for a in ("fc00::240", "fc00::241"))])
     nat = Nat.of("src", "fc00::240-fc00::241")
-    chosen: dict[Key, tuple[str, int]] = {}
 
     def pipeline(a: Arrival) -> Out:
         if a.eth_type != IPV6:
@@ -179,7 +158,8 @@ def test_ipv6_http_with_snat(system_traffic: Callable[..., Traffic],
     check_http(t, ns0, "http://[fc00::2]")
     start_http(t, ns0, six=True)
     check_http(t, ns1, "http://[fc00::1]", rc=28)
-    chosen.update(nat_choices(t, nat))
+    chosen = nat_choices(t, nat)
+    wire.pin(0, chosen)
     assert chosen, "no connection was translated"
     assert wire.verify() >= 10
 

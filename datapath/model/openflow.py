@@ -71,10 +71,22 @@ ALIASES = {
 for _i in range(16):
     ALIASES[f"NXM_NX_REG{_i}"] = f"reg{_i}"
 REGS = tuple(f"reg{i}" for i in range(16))
+# ARP's fields (RFC 826), by their names in ovs-fields(7); arp_spa, arp_tpa and
+# arp_op share nw_src, nw_dst and nw_proto's names in the model's tables.
+for _name in ("SHA", "THA"):
+    ALIASES[f"OXM_OF_ARP_{_name}"] = ALIASES[f"NXM_NX_ARP_{_name}"] = f"arp_{_name.lower()}"
+for _name, _to in (("SPA", "nw_src"), ("TPA", "nw_dst"), ("OP", "nw_proto")):
+    ALIASES[f"OXM_OF_ARP_{_name}"] = ALIASES[f"NXM_OF_ARP_{_name}"] = _to
+# Where each field no checksum covers sits in an untagged Ethernet frame
+# carrying ARP (IEEE 802.3; RFC 826): (offset, bytes).
+RAW = {"dl_dst": (0, 6), "dl_src": (6, 6)}
+ARP_RAW = {"nw_proto": (20, 2), "arp_sha": (22, 6), "nw_src": (28, 4), "arp_tha": (32, 6),
+           "nw_dst": (38, 4)}
 # ovs-fields(7): xregN overlays reg(2N), its most-significant 32 bits, and reg(2N+1).
 XREGS = tuple(f"xreg{i}" for i in range(8))
 for _i in range(8):
-    ALIASES[f"NXM_NX_XREG{_i}"] = f"xreg{_i}"
+    # OXM_OF_PKT_REGn is xregn's OpenFlow 1.5 name (ovs-fields(7)).
+    ALIASES[f"NXM_NX_XREG{_i}"] = ALIASES[f"OXM_OF_PKT_REG{_i}"] = f"xreg{_i}"
 # Fields the pipeline keeps beside the packet (ovs-fields(7), "Metadata" and
 # "Connection Tracking Fields"); an action may write the first group.
 WRITABLE_META = ("metadata", *REGS, *XREGS)
@@ -84,7 +96,8 @@ CT_FIELDS = ("ct_state", "ct_zone", "ct_mark", "ct_label", "ct_nw_src", "ct_nw_d
 MODELLED_FIELDS = frozenset({
     "in_port", "priority", "dl_src", "dl_dst", "dl_type", "nw_src", "nw_dst", "nw_proto",
     "nw_tos", "nw_ttl", "ipv6_src", "ipv6_dst", "tp_src", "tp_dst", "icmp_type", "icmp_code",
-    "ip_frag", "tcp_flags", "vlan_tci", "dl_vlan", *CT_FIELDS, *WRITABLE_META,
+    "ip_frag", "tcp_flags", "vlan_tci", "dl_vlan", "arp_sha", "arp_tha", *CT_FIELDS,
+    *WRITABLE_META,
     *SHORTHANDS, *ALIASES,
 })
 # ip_frag's names (ovs-fields(7)): (value, mask) over bit 0 "a fragment" and
@@ -157,7 +170,7 @@ class Meta:
             self.values[name] = value
 
     def clear_ct(self) -> None:
-        for name in CT_FIELDS:
+        for name in (*CT_FIELDS, "ct_tp_unknown"):
             self.values.pop(name, None)
 
 
@@ -291,6 +304,8 @@ def packet_fields(pkt: Packet) -> dict[str, int]:
     out["dl_type"] = eth
     if eth in (ETH_ARP, ETH_RARP) and len(data) >= ofs + 28:
         out["nw_proto"] = struct.unpack_from("!H", data, ofs + 6)[0] & 0xFF  # arp_op
+        out["arp_sha"] = int.from_bytes(data[ofs + 8:ofs + 14], "big")
+        out["arp_tha"] = int.from_bytes(data[ofs + 18:ofs + 24], "big")
         out["nw_src"] = int.from_bytes(data[ofs + 14:ofs + 18], "big")
         out["nw_dst"] = int.from_bytes(data[ofs + 24:ofs + 28], "big")
         return out
@@ -395,6 +410,8 @@ class OpenFlow:
                 if meta.in_port != self.number(name.split(":", 1)[1]):
                     return False
                 continue
+            if name in ("ct_tp_src", "ct_tp_dst") and meta.values.get("ct_tp_unknown"):
+                raise NotModelled(f"{name} of an ICMP connection", flow.text)
             if name == "in_port" or name in WRITABLE_META or name in CT_FIELDS:
                 have: int | None = meta.get(name)
             else:
@@ -415,10 +432,14 @@ class _Walk:
     tx_of: Callable[[str], TxOffloads]
     in_name: str
 
-    def table(self, pkt: Packet, meta: Meta, table: int, depth: int) -> None:
+    def table(self, pkt: Packet, meta: Meta, table: int, depth: int,
+              swap_ct: bool = False) -> None:
         if depth > RESUBMIT_LIMIT:
             raise NotModelled(f"more than {RESUBMIT_LIMIT} nested table lookups")
-        flow = self.of.lookup(packet_fields(pkt), meta, table)
+        fields = packet_fields(pkt)
+        if swap_ct:
+            fields = self._orig_tuple(fields, meta)
+        flow = self.of.lookup(fields, meta, table)
         if flow is None:
             pkt.notes.append(f"table {table}: miss, dropped (OpenFlow 1.5 §5.4)")
             return
@@ -448,12 +469,15 @@ class _Walk:
                 CtClear(self.of.conntrack).apply(pkt)
                 meta.clear_ct()
             elif key == "resubmit":
+                if set(value) - {"port", "table", "ct"}:
+                    raise NotModelled(f"resubmit argument {sorted(set(value) - {'port', 'table', 'ct'})}",
+                                      flow.text)
                 port, table = value.get("port", ""), value.get("table", "")
                 saved = meta.in_port
                 if port not in ("", None):
                     meta.in_port = self._port_number(port, meta)
                 self.table(pkt, meta, flow.table if table in ("", None) else int(table),
-                           depth + 1)
+                           depth + 1, bool(value.get("ct")))
                 meta.in_port = saved
             elif key == "goto_table":
                 goto = int(value)
@@ -470,6 +494,24 @@ class _Walk:
         if goto is not None:
             self.table(pkt, meta, goto, depth + 1)
 
+    @staticmethod
+    def _orig_tuple(fields: dict[str, int], meta: Meta) -> dict[str, int]:
+        """resubmit(,T,ct)'s lookup (ovs-actions(7), resubmit): the packet's
+        5-tuple fields swapped with the connection's original direction's."""
+        if "ct_nw_proto" not in meta.values:
+            raise NotModelled("resubmit(...,ct) of a packet with no connection tuple")
+        proto = meta.values["ct_nw_proto"]
+        if proto not in (6, 17, 132):
+            raise NotModelled(f"resubmit(...,ct) of an IP protocol {proto} connection "
+                              "(the model keeps ports of TCP, UDP and SCTP only)")
+        swapped = dict(fields)
+        six = "ipv6_src" in fields
+        swapped["ipv6_src" if six else "nw_src"] = meta.values["ct_nw_src"]
+        swapped["ipv6_dst" if six else "nw_dst"] = meta.values["ct_nw_dst"]
+        swapped["nw_proto"] = proto
+        swapped["tp_src"], swapped["tp_dst"] = meta.values["ct_tp_src"], meta.values["ct_tp_dst"]
+        return swapped
+
     def apply(self, pkt: Packet, action: Action) -> None:
         action.apply(pkt)
 
@@ -481,6 +523,12 @@ class _Walk:
         return self.of.number(str(port))
 
     def output(self, pkt: Packet, meta: Meta, port: Any, flow: Flow) -> None:
+        ref = re.fullmatch(r"(\w+)\[(?:(\d+)\.\.(\d+))?\]", str(port))
+        if ref is not None:  # output:FIELD[a..b] (ovs-actions(7), output)
+            lo, hi = ref.group(2), ref.group(3)
+            port = self._field_value({"field": ref.group(1), "start": None if lo is None
+                                      else int(lo), "end": None if hi is None else int(hi)},
+                                     meta, pkt)
         name = str(port).lower() if isinstance(port, str) else port
         if name == "normal":
             names = self.of.normal(bytes(pkt.data), self.of.ports[meta.in_port])
@@ -521,11 +569,14 @@ class _Walk:
                  transmit(clone, self.tx_of(port_name)))
             pkt.notes = []
 
-    def _field_value(self, ref: dict[str, Any], meta: Meta) -> int:
+    def _field_value(self, ref: dict[str, Any], meta: Meta, pkt: Packet | None = None) -> int:
         name = ALIASES.get(ref["field"], ref["field"])
-        if name != "in_port" and name not in WRITABLE_META and name not in CT_FIELDS:
+        if name == "in_port" or name in WRITABLE_META or name in CT_FIELDS:
+            value = meta.get(name)
+        elif pkt is not None and name in packet_fields(pkt):
+            value = packet_fields(pkt)[name]
+        else:
             raise NotModelled(f"reading field {ref['field']}")
-        value = meta.get(name)
         start, end = ref.get("start"), ref.get("end")
         if start is not None:
             value = (value >> start) & ((1 << (end - start + 1)) - 1)
@@ -536,7 +587,7 @@ class _Walk:
         dst = value["dst"]
         name = ALIASES.get(dst["field"], dst["field"])
         if key == "move":
-            new, mask = self._field_value(value["src"], meta), -1
+            new, mask = self._field_value(value["src"], meta, pkt), -1
         elif key == "load":
             new, mask = int(value["value"]), -1
         else:
@@ -544,21 +595,39 @@ class _Walk:
             if name in ("dl_src", "dl_dst"):
                 self.apply(pkt, SetEthAddr(str(v), name[-3:]))
                 return
-            if name in ("nw_src", "nw_dst") and name not in WRITABLE_META:
+            if name in ("nw_src", "nw_dst") and pkt.ipv == 4:
                 self.apply(pkt, SetIPv4Addr(str(v).split("/")[0], name[-3:]))
                 return
             if name in ("tp_src", "tp_dst"):
                 self.apply(pkt, SetL4Port(int(getattr(v, "value", v)), name[-3:]))
                 return
             new, mask = _mask_of(name, v)
-        if name not in WRITABLE_META:
-            raise NotModelled(f"{key} to {dst['field']}", flow.text)
         start, end = dst.get("start"), dst.get("end")
         if start is not None:
             width = ((1 << (end - start + 1)) - 1) << start
             new, mask = new << start, (mask << start) & width
-        old = meta.get(name)
-        meta.set(name, (old & ~mask) | (new & mask))
+        if name == "in_port":
+            meta.in_port = (meta.in_port & ~mask) | (new & mask)
+        elif name in WRITABLE_META:
+            old = meta.get(name)
+            meta.set(name, (old & ~mask) | (new & mask))
+        else:
+            self.write_raw(pkt, name, new, mask, f"{key} to {dst['field']}", flow)
+
+    def write_raw(self, pkt: Packet, name: str, new: int, mask: int, what: str,
+                  flow: Flow) -> None:
+        """A header field no checksum covers (Ethernet addresses, ARP's fields):
+        its bits under `mask` set to `new`'s."""
+        at = RAW.get(name)
+        if at is None and packet_fields(pkt).get("dl_type") == ETH_ARP \
+                and pkt.data[12:14] == b"\x08\x06":
+            at = ARP_RAW.get(name)
+        if at is None:
+            raise NotModelled(what, flow.text)
+        ofs, size = at
+        old = int.from_bytes(pkt.data[ofs:ofs + size], "big")
+        full = (1 << (size * 8)) - 1
+        pkt.data[ofs:ofs + size] = ((old & ~mask & full) | (new & mask & full)).to_bytes(size, "big")
 
     def ct(self, pkt: Packet, meta: Meta, value: dict[str, Any], flow: Flow, depth: int,
            rest: list[tuple[str, Any]]) -> bool:
@@ -606,6 +675,7 @@ class _Walk:
             meta.clear_ct()  # ovs-actions(7), ct: the other fork's fields are cleared
             return False
         res = self.of.conntrack.last
+        meta.clear_ct()
         meta.values["ct_state"], meta.values["ct_zone"] = res.state, zone
         conn = res.conn
         tracked = conn is not None and (res.committed or res.related)
@@ -615,8 +685,13 @@ class _Walk:
         if orig is not None:
             meta.values.update(
                 ct_nw_src=int(ipaddress.ip_address(orig.src)),
-                ct_nw_dst=int(ipaddress.ip_address(orig.dst)), ct_nw_proto=orig.proto,
-                ct_tp_src=orig.sport, ct_tp_dst=orig.dport)
+                ct_nw_dst=int(ipaddress.ip_address(orig.dst)), ct_nw_proto=orig.proto)
+            if orig.proto in (6, 17, 132):
+                meta.values.update(ct_tp_src=orig.sport, ct_tp_dst=orig.dport)
+            else:
+                # ct_tp_src/dst of ICMP are its type and code (ovs-fields(7));
+                # the model's key keeps the echo identifier instead.
+                meta.values["ct_tp_unknown"] = 1
         if not pkt.dropped:
             self.table(pkt, meta, int(table), depth + 1)
         return True
