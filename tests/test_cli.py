@@ -111,8 +111,9 @@ def test_options_before_or_after_the_mode_and_the_rest_in_order() -> None:
     (["test", "--baseline-upstream"], "--ovs-configure and --baseline-upstream are for "
      "'./ovstest coverage'"),
     (["suite", "--series", "x"], "--series, --readme and --check are for './ovstest export'"),
-    (["test", "--ovs-src", "x"], "--ovs-src is for './ovstest export', './ovstest coverage' and "
-     "'./ovstest mutate'"),
+    (["test", "--ovs-src", "x"], "--ovs-src is for './ovstest export', './ovstest coverage', "
+     "'./ovstest mutate' and './ovstest of-scope'"),
+    (["suite", "--out", "x"], "--out is for './ovstest of-scope'"),
     (["flaky", "--candidate", "x"],
      "--baseline and --candidate are for './ovstest compare' and './ovstest perf'"),
 ])

@@ -185,6 +185,20 @@ MODES: tuple[Mode, ...] = (
               "without --reach: at most N group runs to find the ids"))),
           Option("--id-timeout", dict(metavar="S", help=(
               "seconds an id may take against a mutant (pytest-timeout; a hang kills it)"))))),
+    Mode("of-scope", "the match fields and actions upstream's .at files install, against the model",
+         "./ovstest of-scope --out /tmp/of-scope.md",
+         "[--ovs-src DIR] [--out FILE]",
+         "Reads the flows that ovs-ofctl add-flow, add-flows, mod-flows, replace-flows and "
+         "bundle install in the .at files this suite reproduces, and separately in "
+         "ofproto-dpif.at, through the model's normalisation (datapath/model/openflow.py), and "
+         "counts per match field and action how many flows use it, in which files, and whether "
+         "the model interprets it; a flow with a shell expansion or an m4 macro is counted "
+         "unreadable with its file:line.  Prints the totals and writes FILE, markdown (default "
+         "reports/out-of-scope/of-scope.md; tooling/of_scope.py).",
+         (Option("--ovs-src", dict(metavar="DIR", help=(
+             "the OVS source tree whose tests/ to read (default: Debian's source of the "
+             "runtime's version, fetched and cached)"))),
+          Option("--out", dict(metavar="FILE", help="the markdown file to write")))),
 )
 MODE_NAMES = tuple(m.name for m in MODES)
 

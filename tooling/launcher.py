@@ -296,6 +296,25 @@ def mutate(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
         budget=budget or gcovrun.DEFAULT_PATCH_RUNS)
 
 
+def of_scope(root: Path, args: argparse.Namespace, extra: list[str]) -> int:
+    """The OpenFlow scope list (tooling/of_scope.py), sealed: the source tree
+    mounted read-only, the report's directory read-write."""
+    from tooling.of_scope import DEFAULT_NAME, DEFAULT_OUT
+
+    if extra:
+        raise LaunchError(f"of-scope takes --ovs-src DIR and --out FILE, not {extra[0]}")
+    src = user_path(args.ovs_src) if args.ovs_src else debian_source(root)[0]
+    out = user_path(args.out or f"{DEFAULT_OUT}/{DEFAULT_NAME}")
+    rw: list[Path] = []
+    sealed_out = sealed_path(out.parent, rw) / out.name
+    inner = ["python3", "-m", "tooling.of_scope", "--ovs-src", str(src), "--out", str(sealed_out)]
+    argv, env = sealed_argv(root, inner, ro=(src,), rw=tuple(rw))
+    code = exec_sealed(argv, env)
+    if code == 0:
+        print(f"ovstest of-scope: wrote {out}")
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run `./ovstest` (tooling/cli.py parses the line); return its exit status."""
     try:
@@ -333,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         if given is None and os.environ.get("OVS_BINDIR"):
             given, how = os.environ["OVS_BINDIR"], "OVS_BINDIR"
         choice = choose(given, how) if args.mode not in ("provision", "compare", "coverage",
-                                                         "mutate") \
+                                                         "mutate", "of-scope") \
             else None
         root = provision(force=args.rebuild_runtime)
         if args.mode == "provision":
@@ -348,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
             return coverage(root, args, extra)
         if args.mode == "mutate":
             return mutate(root, args, extra)
+        if args.mode == "of-scope":
+            return of_scope(root, args, extra)
         assert choice is not None
         if args.mode == "perf":
             return perf(root, args, choice, extra)

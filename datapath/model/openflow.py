@@ -110,6 +110,10 @@ MODELLED_ACTIONS = frozenset({
     "load", "move", "mod_nw_src", "mod_nw_dst", "mod_tp_src", "mod_tp_dst", "mod_dl_src",
     "mod_dl_dst",
 })
+# ct's arguments (ovs-actions(7)) the model interprets, and those it accepts
+# with a note that their effect is not modelled (alg's related connections).
+CT_ARGS = frozenset({"zone", "nat", "exec", "table", "commit", "force"})
+CT_ARGS_NOTED = frozenset({"alg"})
 INFO_KEYS = ("table", "cookie", "idle_timeout", "hard_timeout", "importance", "out_port",
              "out_group")
 
@@ -236,30 +240,65 @@ def _ct_state(text: str) -> tuple[int, int]:
     return value, mask
 
 
+def _normalise(line: str) -> tuple[list[tuple[str, str]], str]:
+    """One flow line in the syntax ovs.flow reads: ovs-ofctl's spellings it lacks
+    normalised (action= for actions=, spaces between match fields) and the
+    INFO_KEYS pulled out; (those keys with their text values, the flow's text)."""
+    head, acts = _split_actions(line)
+    info: list[tuple[str, str]] = []
+    keep = []
+    for part in (p.strip() for p in re.split(r"[,\s]+", head) if p.strip()):
+        key, _, value = part.partition("=")
+        if key in INFO_KEYS:
+            info.append((key, value))
+        else:
+            keep.append(part)
+    return info, f"{','.join(keep)} actions={acts}" if keep else f"actions={acts}"
+
+
+def _ovs_flow(text: str, line: str) -> Any:
+    """The normalised flow read by ovs.flow (its OFPFlow)."""
+    from ovs.flow.ofp import OFPFlow  # the `ovs` package: imported where it is used
+
+    try:
+        return OFPFlow(text)
+    except Exception as err:  # ovs.flow raises its own classes and ValueError
+        raise NotModelled(f"a flow ovs.flow cannot read ({err})", line) from err
+
+
+@dataclass(frozen=True)
+class FlowKeys:
+    """What one flow names, as ovs.flow reads it through parse_flows' normalisation,
+    modelled or not: its INFO_KEYS, its match keys as written (no alias resolved,
+    shorthands included) and its actions as ovs.flow decoded them (key, value)."""
+
+    info: tuple[str, ...]
+    match: tuple[str, ...]
+    actions: tuple[tuple[str, Any], ...]
+
+
+def flow_keys(line: str) -> FlowKeys:
+    """The keys of one flow line, whatever the model interprets (tooling/of_scope.py
+    lists them against MODELLED_FIELDS and MODELLED_ACTIONS).  Raises NotModelled
+    only when the line is no flow ovs.flow can read (no actions=, or its error)."""
+    info, text = _normalise(line.strip())
+    of = _ovs_flow(text, line.strip())
+    return FlowKeys(tuple(key for key, _ in info), tuple(kv.key for kv in of.match_kv),
+                    tuple((kv.key, kv.value) for kv in of.actions_kv))
+
+
 def parse_flows(flows: str | Iterable[str]) -> list[Flow]:
     """Flows as `ovs-ofctl add-flows` reads a file: one per line, `#` comments
     and blank lines skipped (ovs-ofctl(8))."""
-    from ovs.flow.ofp import OFPFlow  # the `ovs` package: imported where it is used
-
     lines = flows.splitlines() if isinstance(flows, str) else list(flows)
     parsed = []
     for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        head, acts = _split_actions(line)
-        info: dict[str, int] = {}
-        keep = []
-        for part in (p.strip() for p in re.split(r"[,\s]+", head) if p.strip()):
-            key, _, value = part.partition("=")
-            if key in INFO_KEYS:
-                info[key] = int(value, 0)
-            else:
-                keep.append(part)
-        try:
-            of = OFPFlow(f"{','.join(keep)} actions={acts}" if keep else f"actions={acts}")
-        except Exception as err:  # ovs.flow raises its own classes and ValueError
-            raise NotModelled(f"a flow ovs.flow cannot read ({err})", line) from err
+        texts, text = _normalise(line)
+        info = {key: int(value, 0) for key, value in texts}
+        of = _ovs_flow(text, line)
         match, priority = [], DEFAULT_PRIORITY
         for kv in of.match_kv:
             name = ALIASES.get(kv.key, kv.key)
@@ -665,7 +704,7 @@ class _Walk:
         if "alg" in value:
             pkt.notes.append(f"ct alg={value['alg']}: the helper's related connections are "
                              "not modelled (the case narrows the frames it judges)")
-        unknown = set(value) - {"zone", "nat", "exec", "table", "commit", "force", "alg"}
+        unknown = set(value) - CT_ARGS - CT_ARGS_NOTED
         if unknown:
             raise NotModelled(f"ct argument {sorted(unknown)[0]}", flow.text)
         if table is not None and rest:
