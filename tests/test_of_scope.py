@@ -248,6 +248,8 @@ PORTS = {1: "p1", 2: "p2"}
     "set_field:10.0.0.7->ip_src,set_field:7->udp_dst,set_field:0x5->metadata,"
     "move:NXM_OF_IN_PORT[]->NXM_NX_REG1[0..15],load:3->xreg1,2",
     "udp,actions=ct(table=1,zone=NXM_NX_REG0[0..15])",
+    "in_port=1,actions=move:NXM_OF_IN_PORT[]->NXM_NX_REG3[0..15],load:0->NXM_OF_IN_PORT[],"
+    "load:2->NXM_NX_REG3[0..15],output:NXM_NX_REG3[0..15]",
 ])
 def test_every_yes_runs_through_the_interpreter(flow: str) -> None:
     pytest.importorskip("ovs.flow.ofp")
@@ -261,10 +263,10 @@ def test_every_yes_runs_through_the_interpreter(flow: str) -> None:
 @pytest.mark.parametrize("flow,row", [
     ("in_port=1,actions=set_field:1.1.1.1->tun_dst,2", "set_field->tun_dst"),
     ("in_port=1,actions=set_field:5->vlan_tci,2", "set_field->vlan_tci"),
-    ("in_port=1,actions=load:1->NXM_OF_IN_PORT[],2", "load->NXM_OF_IN_PORT"),
+    ("in_port=1,actions=load:1->NXM_NX_TUN_ID[],2", "load->NXM_NX_TUN_ID"),
     ("in_port=1,actions=ct(commit,exec(set_field:1->reg0)),2", "ct.exec.set_field"),
     ("in_port=1,actions=push_vlan:0x8100,2", "push_vlan"),
-    ("in_port=1,actions=output:NXM_NX_REG0[]", "output->field"),
+    ("in_port=1,actions=output:NXM_NX_TUN_ID[]", "output->field"),
     ("in_port=1,mpls_label=3,actions=2", "mpls_label"),
 ])
 def test_every_no_is_one_the_interpreter_refuses(flow: str, row: str) -> None:

@@ -55,10 +55,9 @@ OPTION_ARGS = ("-O", "-F", "-P", "-t", "--protocols", "--flow-format", "--packet
 FILE_KEYWORDS = ("add", "modify", "modify_strict", "delete", "delete_strict")
 QUADRIGRAPHS = {"@<:@": "[", "@:>@": "]", "@S|@": "$", "@%:@": "#", "@&t@": "", "@{:@": "(",
                 "@:}@": ")"}
-# The packet fields set_field rewrites (openflow._Walk.write); the model's
-# metadata (WRITABLE_META) is the rest of what set_field, load and move write.
-# tests/test_of_scope.py checks both against the interpreter.
-SET_FIELD_PACKET = frozenset({"dl_src", "dl_dst", "nw_src", "nw_dst", "tp_src", "tp_dst"})
+# What set_field, load and move may write comes from the interpreter itself
+# (openflow.SET_FIELD_TARGETS, LOAD_TARGETS); tests/test_of_scope.py checks the
+# rows against what it runs and refuses.
 # What ct's exec(...) may do in the model (openflow._Walk.ct): these actions, to these fields.
 CT_EXEC_ACTIONS = frozenset({"set_field", "load", "move"})
 CT_EXEC_TARGETS = frozenset({"ct_mark", "ct_label"})
@@ -727,10 +726,12 @@ def action_rows(key: str, value: Any) -> Iterator[tuple[str, bool]]:
     elif key in ("set_field", "load", "move") and isinstance(value, dict):
         dst = value.get("dst", {}).get("field", "")
         name = of.ALIASES.get(dst, dst)
-        yield f"{key}->{dst}", name in of.WRITABLE_META or \
-            (key == "set_field" and name in SET_FIELD_PACKET)
+        yield f"{key}->{dst}", name in (of.SET_FIELD_TARGETS if key == "set_field"
+                                        else of.LOAD_TARGETS)
     elif key == "output" and isinstance(value, dict) and "[" in str(value.get("port", "")):
-        yield "output->field", False
+        field = str(value["port"]).split("[", 1)[0]
+        name = of.ALIASES.get(field, field)
+        yield "output->field", name == "in_port" or name in of.WRITABLE_META
 
 
 def tally(found: Iterable[Found], label: str, files: tuple[str, ...]) -> Scope:

@@ -82,6 +82,12 @@ for _name, _to in (("SPA", "nw_src"), ("TPA", "nw_dst"), ("OP", "nw_proto")):
 RAW = {"dl_dst": (0, 6), "dl_src": (6, 6)}
 ARP_RAW = {"nw_proto": (20, 2), "arp_sha": (22, 6), "nw_src": (28, 4), "arp_tha": (32, 6),
            "nw_dst": (38, 4)}
+# What set_field, load and move may write: the pipeline's metadata, the in-port,
+# Ethernet addresses and ARP's fields (ARP_RAW's on an ARP packet only); set_field
+# also rewrites IPv4 addresses and TCP/UDP ports, their checksums patched.
+LOAD_TARGETS = frozenset({"in_port", *RAW, *ARP_RAW, "metadata", *(f"reg{i}" for i in range(16)),
+                          *(f"xreg{i}" for i in range(8))})
+SET_FIELD_TARGETS = LOAD_TARGETS | {"tp_src", "tp_dst"}
 # ovs-fields(7): xregN overlays reg(2N), its most-significant 32 bits, and reg(2N+1).
 XREGS = tuple(f"xreg{i}" for i in range(8))
 for _i in range(8):
