@@ -204,20 +204,9 @@ def test_upstream_arp_responder_answers_by_the_in_port() -> None:
     """system-traffic.at's NAT tests' responder: a request for 10.1.1.240 is
     turned into the reply from 80:88:88:88:88:88 (RFC 826) and sent back by
     the port it came in by (in_port cleared, the port kept in reg3)."""
-    flows = [
-        "priority=100 arp arp_op=1 action=move:OXM_OF_ARP_TPA[]->NXM_NX_REG2[],resubmit(,8),"
-        "goto_table:10",
-        "priority=10 arp action=normal",
-        "table=8,reg2=0x0a0101f0/0xffffffff,action=load:0x808888888888->OXM_OF_PKT_REG0[]",
-        "table=8,priority=0,action=load:0->OXM_OF_PKT_REG0[]",
-        "table=10 priority=100 arp xreg0=0 action=normal",
-        "table=10 priority=10,arp,arp_op=1,action=load:2->OXM_OF_ARP_OP[],"
-        "move:OXM_OF_ARP_SHA[]->OXM_OF_ARP_THA[],move:OXM_OF_PKT_REG0[0..47]->OXM_OF_ARP_SHA[],"
-        "move:OXM_OF_ARP_SPA[]->OXM_OF_ARP_TPA[],move:NXM_NX_REG2[]->OXM_OF_ARP_SPA[],"
-        "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],move:OXM_OF_PKT_REG0[0..47]->NXM_OF_ETH_SRC[],"
-        "move:NXM_OF_IN_PORT[]->NXM_NX_REG3[0..15],load:0->NXM_OF_IN_PORT[],"
-        "output:NXM_NX_REG3[0..15]",
-        "table=10 priority=0 action=drop"]
+    from fixtures.system_userspace.system_ct_nat import arp_responder_flows
+
+    flows = arp_responder_flows("reg2=0x0a0101f0/0xffffffff")
     of = OpenFlow.of(flows, PORTS, normal=lambda frame, port: ["p3"])
     req = bytes(Ether(src=MAC1, dst="ff:ff:ff:ff:ff:ff")
                 / ARP(op=1, hwsrc=MAC1, psrc="10.1.1.1", pdst="10.1.1.240"))
