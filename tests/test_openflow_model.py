@@ -1,4 +1,4 @@
-"""The model's OpenFlow pipeline (datapath/model/openflow.py): lookup by
+"""The model's OpenFlow pipeline (datapath/model/openflow/): lookup by
 priority and mask, the tables a packet walks through, ct's two forms, the
 fields actions write, per-flow statistics, and `not modelled` for what it does
 not interpret.  Each expectation is written from ovs-actions(7) and

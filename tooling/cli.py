@@ -190,7 +190,7 @@ MODES: tuple[Mode, ...] = (
          "[--ovs-src DIR] [--out FILE]",
          "Reads the flows that ovs-ofctl add-flow, add-flows, mod-flows, replace-flows and "
          "bundle install in the .at files this suite reproduces, and separately in "
-         "ofproto-dpif.at, through the model's normalisation (datapath/model/openflow.py), and "
+         "ofproto-dpif.at, through the model's normalisation (datapath/model/openflow/), and "
          "counts per match field and action how many flows use it, in which files, and whether "
          "the model interprets it; a flow with a shell expansion or an m4 macro is counted "
          "unreadable with its file:line.  Prints the totals and writes FILE, markdown (default "

@@ -1,6 +1,6 @@
 """`./ovstest of-scope`: the match fields and actions upstream's .at files install
 in OpenFlow flows, listed mechanically against what the model's OpenFlow
-pipeline (datapath/model/openflow.py) interprets (issue 28, item 1).
+pipeline (datapath/model/openflow/) interprets (issue 28, item 1).
 
 1. Extraction, from the text of each .at file, never by running it: every
    `ovs-ofctl add-flow BR FLOW` and `mod-flows BR FLOW` (any options, the flow
@@ -800,7 +800,7 @@ def render(scopes: list[tuple[str, Scope]], source: str) -> str:
     out = ["# OpenFlow scope of the model", "",
            f"Flows installed by upstream's .at files ({source}), read mechanically by "
            "`./ovstest of-scope` (tooling/of_scope.py) through the model's own "
-           "normalisation (datapath/model/openflow.py: flow_keys); modelled: the name is in "
+           "normalisation (datapath/model/openflow/: flow_keys); modelled: the name is in "
            "MODELLED_FIELDS (with ALIASES and SHORTHANDS), MODELLED_ACTIONS or CT_ARGS, or "
            "(set_field/load/move destinations) a field the interpreter writes; `ct.alg` is "
            "not (the model accepts it with a note: the helper's related connections are not "

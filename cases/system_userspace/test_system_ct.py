@@ -3,7 +3,7 @@ check-system-tso) run them: two namespaces on br0, upstream's flow table with
 ct actions, upstream's traffic and checks (ping | FORMAT_PING, dpctl/dump-
 conntrack | FORMAT_CT).  Beyond upstream, every frame that crosses OVS is
 judged: upstream's flow table itself, as the test installs it, runs through
-the model's OpenFlow pipeline (datapath/model/openflow.py) and its connection
+the model's OpenFlow pipeline (datapath/model/openflow/) and its connection
 tracker in the order the frames met OVS (fixtures/system_userspace/system_ct.py's
 CtWire).
 """

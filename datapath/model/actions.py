@@ -54,23 +54,6 @@ class SetIPv4Addr(Action):
 
 
 @dataclass(frozen=True)
-class SetEthAddr(Action):
-    """mod_dl_src / mod_dl_dst, set_field to eth_src / eth_dst (ovs-actions(7)):
-    the Ethernet address; no checksum covers it (IEEE 802.3's FCS is the
-    port's)."""
-
-    addr: str
-    field: str = "dst"
-
-    def ofctl(self) -> str:
-        return f"mod_dl_{self.field}:{self.addr}"
-
-    def apply(self, pkt: Packet) -> None:
-        ofs = 6 if self.field == "src" else 0
-        pkt.data[ofs:ofs + 6] = bytes(int(b, 16) for b in self.addr.split(":"))
-
-
-@dataclass(frozen=True)
 class SetL4Port(Action):
     """mod_tp_src / mod_tp_dst on TCP or UDP (packet_set_{tcp,udp}_port)."""
 
