@@ -15,7 +15,7 @@ from datapath.model.openflow.flows import Flow
 PORTED = (6, 17, 132)
 
 
-def ct_action(value: Any, table: Conntrack, meta: Meta, flow: Flow,
+def ct_action(value: Any, table: Conntrack, flow: Flow,
               read: Callable[[dict[str, Any]], int]) -> Ct:
     """The model's Ct for ct's arguments as ovs.flow decodes them (a bare
     ct() is zone 0, no commit, no table); `read` reads a field reference."""

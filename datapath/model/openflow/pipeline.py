@@ -15,7 +15,6 @@ from datapath.model.openflow.fields import (
     ALIASES,
     ARP_RAW,
     CT_FIELDS,
-    ETH_ARP,
     RAW,
     RESUBMIT_LIMIT,
     WRITABLE_META,
@@ -80,7 +79,7 @@ class OpenFlow:
         instead, as if in `in_port` (OpenFlow 1.5 §7.3.7, OFPT_PACKET_OUT)."""
         out = Outcome({port: Expected(frames=[]) for port in self.ports.values()})
         pkt = receive(frame, rx)
-        walk = _Walk(self, out, tx_of, in_port)
+        walk = _Walk(self, out, tx_of)
         meta = Meta(self.number(in_port))
         if actions is None:
             walk.table(pkt, meta, 0, 0)
@@ -132,7 +131,6 @@ class _Walk:
     of: OpenFlow
     out: Outcome
     tx_of: Callable[[str], TxOffloads]
-    in_name: str
 
     def table(self, pkt: Packet, meta: Meta, table: int, depth: int,
               swap_ct: bool = False) -> None:
@@ -171,9 +169,9 @@ class _Walk:
                 CtClear(self.of.conntrack).apply(pkt)
                 meta.clear_ct()
             elif key == "resubmit":
-                if set(value) - {"port", "table", "ct"}:
-                    raise NotModelled(f"resubmit argument {sorted(set(value) - {'port', 'table', 'ct'})}",
-                                      flow.text)
+                unknown = sorted(set(value) - {"port", "table", "ct"})
+                if unknown:
+                    raise NotModelled(f"resubmit argument {unknown[0]}", flow.text)
                 port, table = value.get("port", ""), value.get("table", "")
                 saved = meta.in_port
                 if port not in ("", None):
@@ -212,6 +210,9 @@ class _Walk:
                                       else int(lo), "end": None if hi is None else int(hi)},
                                      meta, pkt)
         name = str(port).lower() if isinstance(port, str) else port
+        named = {p.lower(): n for n, p in self.of.ports.items()}
+        if isinstance(name, str) and name in named:
+            name = named[name]  # a port named, not numbered (ovs-actions(7), output)
         if name == "normal":
             names = self.of.normal(bytes(pkt.data), self.of.ports[meta.in_port])
         elif name == "in_port":
@@ -236,12 +237,6 @@ class _Walk:
                 raise NotModelled(f"output to port {name}: not in the model's port map "
                                   f"{self.of.ports}", flow.text)
             names = [self.of.ports[name]]
-        elif isinstance(name, str) and name in {p.lower() for p in self.of.ports.values()}:
-            # A port named, not numbered (ovs-actions(7), output).
-            names = [p for p in self.of.ports.values() if p.lower() == name]
-            if self.of.number(names[0]) == meta.in_port:
-                pkt.notes.append(f"output:{port} is the in-port: not output")
-                return
         else:
             raise NotModelled(f"output to {port}", flow.text)
         for port_name in names:
@@ -298,8 +293,7 @@ class _Walk:
         """A header field no checksum covers (Ethernet addresses, ARP's fields):
         its bits under `mask` set to `new`'s."""
         at = RAW.get(name)
-        if at is None and packet_fields(pkt).get("dl_type") == ETH_ARP \
-                and pkt.data[12:14] == b"\x08\x06":
+        if at is None and pkt.data[12:14] == b"\x08\x06":  # an untagged ARP frame
             at = ARP_RAW.get(name)
         if at is None:
             raise NotModelled(what, flow.text)
@@ -312,7 +306,7 @@ class _Walk:
            rest: list[tuple[str, Any]]) -> bool:
         """The ct action; True when the packet went on at another table (the
         rest of this action list is the other fork's)."""
-        action = ct_action(value, self.of.conntrack, meta, flow,
+        action = ct_action(value, self.of.conntrack, flow,
                            lambda ref: self._field_value(ref, meta))
         if action.recirc is not None and rest:
             raise NotModelled("actions after ct(table=...) (the untracked fork)", flow.text)
