@@ -138,3 +138,30 @@ def test_offload_specs() -> None:
         TxOffloads.parse("l5")
     with pytest.raises(OffloadError, match="unknown rx flag"):
         RxFlags.parse("ip=great")
+
+
+# A TCP segment whose checksum is zero, as Linux sent it (0xffff: -0), seen in
+# test_ftp[afxdp]: OVS's FTP helper recomputed it to +0 (0x0000).
+TCP_MINUS_ZERO = bytes.fromhex(
+    "963d7aad51c5da246b1486ad08004500004bdacc4000400649dc0a0101020a0101010015cea07935cd998e"
+    "b2090080180040ffff00000101080a90e06f195d24748b323330204c6f67696e207375636365737366756c"
+    "2e0d0a")
+
+
+def test_a_zero_tcp_checksum_is_allowed_in_either_form() -> None:
+    """send.py E9: +0 and -0 both verify (RFC 1071, RFC 1624 §3); a frame
+    allowed with one is allowed with the other, and nothing else is."""
+    plus = TCP_MINUS_ZERO[:50] + b"\0\0" + TCP_MINUS_ZERO[52:]
+    for sent, other in ((TCP_MINUS_ZERO, plus), (plus, TCP_MINUS_ZERO)):
+        exp = forward(sent, [output("p")], NONE)
+        assert exp.frames == [sent]
+        assert exp.permits(0, other)
+        assert not exp.permits(0, sent[:50] + b"\xff\xfe" + sent[52:])
+
+
+def test_a_udp_checksum_of_zero_has_no_twin() -> None:
+    """RFC 768: a UDP checksum of 0 means none, not a second form of -0."""
+    frame = bytearray(compose("udp", 4))
+    frame[40:42] = b"\0\0"
+    exp = forward(bytes(frame), [output("p")], NONE)
+    assert not exp.permits(0, bytes(frame[:40]) + b"\xff\xff" + bytes(frame[42:]))

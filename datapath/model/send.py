@@ -50,6 +50,15 @@ E7  Every other checksum that covers a checksum is judged against the bytes
     datapath what to leave alone (E1), not what the bytes are; LCO (E5) holds
     only for a checksum a port completes after the datapath hands it over.
 
+E9  A TCP checksum whose value is zero has two forms, 0x0000 and 0xffff (ones'
+    complement's +0 and -0): RFC 1071's verification (the sum over pseudo-header
+    and segment, field included, is all ones) accepts either, and RFC 1624 §3
+    says a recomputation yields +0 where an update or a sender may have left
+    -0 (Linux writes 0xffff for a zero result, CSUM_MANGLED_0).  A datapath
+    that recomputes such a checksum (an ALG's rewrite) and one that carries it
+    over are both right, so each frame allowed with one form is allowed with
+    the other.  Not for UDP, whose 0x0000 means "no checksum" (RFC 768).
+
 E8  output(port, max_len) hands the port the first max_len bytes of the
     packet as it would leave (ovs-actions(7): truncation serves mirroring to a
     collector): its postponed checksums are completed first (E2), then it is
@@ -163,6 +172,7 @@ def complete(pkt: Packet, tx: TxOffloads) -> Egress:
         if slot.optional:
             pkt.notes.append(f"{slot.name} checksum: also as handed once the inner checksums "
                              f"are right and the packet is handed as a plain one ({slot.optional})")
+    allowed = zero_twins(pkt, allowed)  # E9
     out = Egress(canonical, allowed)
     canonical.notes = pkt.notes
     ovs: dict[bytes, Verdicts] = {}
@@ -176,7 +186,7 @@ def complete(pkt: Packet, tx: TxOffloads) -> Egress:
             named += [b for b in bugs if b not in named]
             canonical.notes += [n for n in notes if n not in canonical.notes]
     if named:
-        out.ovs_allowed = ovs
+        out.ovs_allowed = zero_twins(pkt, ovs)
         canonical.bugs += [b for b in named if b not in canonical.bugs]
     return out
 
@@ -191,6 +201,27 @@ def _allowed(pkt: Packet, slots: list[Slot], tx: TxOffloads) -> tuple[dict[bytes
         pkt.cut.handed(handed)
         allowed.update(variants(handed, slots)[0])
     return allowed, canonical
+
+
+def zero_twins(pkt: Packet, frames: dict[bytes, Verdicts]) -> dict[bytes, Verdicts]:
+    """`frames` and, for each whose TCP checksum (outer or inner) is zero and
+    verifies, the frame with zero's other form (E9), with the same verdicts."""
+    out = dict(frames)
+    tcp = [lay for lay in (pkt.outer, pkt.inner)
+           if lay is not None and lay.proto == PROTO_TCP and lay.l4 is not None]
+    for frame, verdicts in frames.items():
+        for lay in tcp:
+            ofs = lay.l4_csum_ofs
+            value = int.from_bytes(frame[ofs:ofs + 2], "big")
+            if value not in (0, 0xFFFF) or len(frame) < ofs + 2:
+                continue
+            probe = pkt.copy()
+            probe.data = bytearray(frame)
+            if probe.l4_sum(lay) != 0xFFFF:
+                continue
+            twin = frame[:ofs] + (0xFFFF - value).to_bytes(2, "big") + frame[ofs + 2:]
+            out.setdefault(twin, verdicts)
+    return out
 
 
 def pending_slots(pkt: Packet, tx: TxOffloads, as_plain: bool = False) -> list[Slot]:
