@@ -26,6 +26,7 @@ from typing import Any
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 START_TIMEOUT = 30.0
 CALL_TIMEOUT = 30.0
+REAP_BOUND = 60.0  # a bound on a SIGKILLed group's exit, so a stuck kernel cannot hang the run
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--disable-breakpad", "--disable-crash-reporter",
@@ -296,31 +297,43 @@ class Browser:
     def _reap_group(self) -> None:
         """Chromium's helpers share its process group; none may outlive the browser.
 
-        Some of them (crashpad, the zygote) are double-forked, so they end up as
-        children of PID 1, which is this very process inside ./ovstest's PID
-        namespace: reap those, and only those, so no zombie is left behind.
+        SIGKILL goes to the whole group, then we wait for the event that matters:
+        no member of the group left, alive or dying (a killed process shows state R
+        or D until its exit is done, longer on a loaded machine). Some helpers
+        (crashpad, the zygote) are double-forked, so they end up as children of
+        PID 1, which is this very process inside ./ovstest's PID namespace: their
+        zombies are ours to reap, and only those. Someone else's zombie is gone as
+        far as the group is concerned (it holds nothing but its exit status).
         """
         assert self.proc is not None
         group = self.proc.pid
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            orphans = _children_in_group(group)
-            if not orphans:
+        deadline = time.monotonic() + REAP_BOUND
+        while True:
+            try:
+                os.killpg(group, signal.SIGKILL)  # again each round: a fork may race the first
+            except (ProcessLookupError, PermissionError):
+                pass
+            members = _group_members(group)
+            for pid, state, ours in members:
+                if ours and state == "Z":
+                    try:
+                        os.waitpid(pid, os.WNOHANG)
+                    except ChildProcessError:
+                        pass
+            if not members:
                 return
-            for pid in orphans:
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
+            if time.monotonic() > deadline:
+                raise BrowserError(f"chromium's processes outlived SIGKILL for {REAP_BOUND:.0f} s: "
+                                   + ", ".join(f"{pid} {state}" for pid, state, _ in members))
             time.sleep(0.02)
 
 
-def _children_in_group(group: int) -> list[int]:
-    """Our own child processes whose process group is `group` (Linux /proc)."""
+def _group_members(group: int) -> list[tuple[int, str, bool]]:
+    """Processes of process group `group` that still count (Linux /proc).
+
+    Each as (pid, state, ours): every live or dying member, and zombies whose
+    parent is this process (ours to reap); another parent's zombie is left out.
+    """
     me = os.getpid()
     found = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
@@ -331,6 +344,7 @@ def _children_in_group(group: int) -> list[int]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[1]) == me and int(fields[2]) == group:  # ppid, pgrp
-            found.append(int(entry))
+        state, ppid, pgrp = fields[0], int(fields[1]), int(fields[2])
+        if pgrp == group and (state != "Z" or ppid == me):
+            found.append((int(entry), state, ppid == me))
     return found
