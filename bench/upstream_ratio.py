@@ -579,11 +579,19 @@ def run_testsuites(tree: Path, targets: list[str], cases: list[dict], out: Path,
             continue
         argv = suite_argv(tree, SUITE_SCRIPTS[target], 1, list(run.numbers.values()))
         dpdk = target == "check-dpdk"
+        print(f"{target}: {len(run.numbers)} titles, upstream's run from "
+              f"{time.strftime('%H:%M:%S')}", flush=True)
+        before = os.getloadavg()[0]
         with hugepages(pages if dpdk else 0) as note:
             run.upstream = upstream_sealed(tree, argv, SUITE_SCRIPTS[target], hugetlbfs=dpdk)
-        run.note = note if dpdk else ""
+        between = os.getloadavg()[0]
         run.ours_seconds, run.ours_summary, res = ours(
             run.nodeids, out / target, "auto", ("--ovs-bindir", str(tree)), gcov_env(tree))
+        # The machine's 1-minute load average as each side began and ended:
+        # other jobs on it slow either side.
+        run.note = "; ".join(filter(None, [note if dpdk else "", (
+            f"load average {before:.1f} -> {between:.1f} (upstream), "
+            f"-> {os.getloadavg()[0]:.1f} (ours)")]))
         run.ours_outcomes = {c["nodeid"]: c["outcome"] for c in res["cases"]}
         print(run.line(), flush=True)
         for reason, count in failure_summary(run.upstream.failures):
