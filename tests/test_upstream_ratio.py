@@ -13,6 +13,7 @@ from bench.upstream_ratio import (
     failure_reasons,
     failure_summary,
     listing_numbers,
+    not_linked,
     result_lines,
     suite_cases,
     tally,
@@ -211,3 +212,20 @@ def test_the_collection_prints_the_ids_left_after_deselection() -> None:
     assert {c["upstream"] for c in every} == {"AF_XDP - infinite re-addition of failed ports",
                                               "AF_XDP - ping between pmd and non-pmd ports"}
     assert all(c["params"] == {} and c["upstream_file"] == "system-afxdp.at" for c in every)
+
+
+def test_the_copy_tolerates_only_a_testsuite_run_in_the_tree() -> None:
+    """cp -al of a build in which another testsuite runs: its files may vanish
+    between cp's listing and its link; anything else missing stops the copy."""
+    tree = Path("/c/build")
+    gone = ("cp: cannot stat '/c/build/./tests/testsuite.dir/0012/ovs-vswitchd.log': No such "
+            "file or directory\n"
+            "cp: cannot create hard link '/c/copy/tests/testsuite.log' to "
+            "'/c/build/./tests/testsuite.log': No such file or directory\n")
+    assert not_linked(gone, tree) == ["tests/testsuite.dir/0012/ovs-vswitchd.log",
+                                      "tests/testsuite.log"]
+    assert not_linked("", tree) == []
+    assert not_linked(gone + "cp: cannot stat '/c/build/./vswitchd/ovs-vswitchd': No such file\n",
+                      tree) is None
+    assert not_linked("cp: cannot stat '/c/build/./tests/atlocal': Permission denied\n",
+                      tree) is None
