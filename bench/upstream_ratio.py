@@ -206,27 +206,14 @@ class SealedRun:
     failures: dict[int, str] = field(default_factory=dict)  # failure_reasons()
 
 
-def upstream_sealed(tree: Path, argv: list[str], suite: str = SYSTEM_SUITE,
-                    hugetlbfs: bool = False) -> SealedRun:
-    """A system testsuite (check-system-userspace's, check-afxdp's, ...) sealed in
-    the runtime root, in a hard-linked copy of the build directory beside it (its
-    relative paths to the source hold), with gcov_env().  `hugetlbfs`: a
-    hugetlbfs mounted in the seal first.
-
-    A test can end the testsuite itself: "datapath - ping over vxlan tunnel"
-    and its vxlan6 twin get SIGTERM during their cleanup here ("caught signal
-    TERM, bailing out": the signal goes to the testsuite's whole process
-    group), and the make target would stop there.  The run then
-    goes on with the tests after that one, in a new invocation, as if the
-    target had been restarted; the time of every invocation counts, the
-    verdict names the tests that ended it, and their result is "ended"."""
-    from harness.runtime import provision, sealed_argv
+@contextmanager
+def linked_copy(tree: Path) -> Iterator[Path]:
+    """A hard-linked copy of the build directory beside it (its relative paths to
+    the source hold), for a sealed testsuite to write in, removed after the
+    block.  Its Python scripts and atlocal name the runtime's Python.  A rebuild
+    of the tree meanwhile (./ovstest mutate) writes new files (the linker
+    replaces its output) and leaves the copy's binaries as they were."""
     copy = Path(tempfile.mkdtemp(prefix=f"{tree.name}-ratio-", dir=tree.parent))
-    numbers = [int(a) for a in argv if a.isdigit()]
-    head = [a for a in argv if not a.isdigit()]
-    wall, verdicts, failed, ended = 0.0, [], [], []
-    results: dict[int, str] = {}
-    failures: dict[int, str] = {}
     try:
         link_copy(tree, copy)
         # The runtime's Python runs upstream's helpers (test-l7.py), not the one
@@ -237,47 +224,73 @@ def upstream_sealed(tree: Path, argv: list[str], suite: str = SYSTEM_SUITE,
         atlocal.unlink()
         atlocal.write_text(text)
         runtime_python(copy)
-        root = provision()
-        log = copy / "tests" / f"{suite}.log"
-        while numbers:
-            inner = ["/usr/bin/python3", "-c", SEALED_START, str(copy),
-                     SEALED_HUGETLBFS if hugetlbfs else "", *head, *map(str, numbers)]
-            # ro: the source, and the build itself (its libtool wrappers name its libraries)
-            sealed, env = sealed_argv(root, inner, ro=(source_of(tree), tree), rw=(copy,),
-                                      extra_env=gcov_env(tree))
-            started = time.perf_counter()
-            # Its own process group: the signal that ends the testsuite goes to
-            # the whole group it runs in, which would otherwise be ours.
-            proc = subprocess.run(sealed, env=env, capture_output=True, text=True,
-                                  start_new_session=True)
-            wall += time.perf_counter() - started
-            results.update(result_lines(proc.stdout))
-            text = log.read_text(errors="replace") if log.is_file() else ""
-            failed += re.findall(r"^\s*(\d+)\. .*: FAILED", text, re.M)
-            failures.update(failure_reasons(text))
-            if "bailing out" not in text:
-                verdicts.append(verdict_of(proc.stdout + proc.stderr, proc.returncode))
-                if not text:  # it never started: say why
-                    verdicts.append(f"no {log.name}: {proc.stderr.strip()[-500:]}")
-                break
-            # -j1 runs the tests in order: every test up to the last one that
-            # started ran (a result line, or the directory a failed or
-            # interrupted test leaves behind; at-groups/ lists them all before
-            # they run), and that one ended the testsuite.
-            rundir = copy / "tests" / f"{suite}.dir"
-            begun = {int(n) for n in re.findall(r"^\s*(\d+)\. ", text, re.M)} | \
-                {int(d.name) for d in rundir.iterdir() if d.name.isdigit()}
-            last = max((n for n in begun if n in numbers), default=numbers[0])
-            ended.append(last)
-            results[last] = "ended"
-            numbers = [n for n in numbers if n > last]
-        verdict = "; ".join(verdicts) + \
-            (f" (failed: {' '.join(failed)})" if failed else "") + \
-            (f" (ended the testsuite, rerun from the next test: {' '.join(map(str, ended))})"
-             if ended else "")
-        return SealedRun(wall, verdict, results, failures)
+        yield copy
     finally:
         subprocess.run(["rm", "-rf", str(copy)], check=False)
+
+
+def upstream_sealed(tree: Path, argv: list[str], suite: str = SYSTEM_SUITE,
+                    hugetlbfs: bool = False, copy: Path | None = None) -> SealedRun:
+    """A system testsuite (check-system-userspace's, check-afxdp's, ...) sealed in
+    the runtime root, in a linked_copy() of the build directory (`copy`, or one
+    of its own), with gcov_env().  `hugetlbfs`: a hugetlbfs mounted in the seal
+    first.
+
+    A test can end the testsuite itself: "datapath - ping over vxlan tunnel"
+    and its vxlan6 twin get SIGTERM during their cleanup here ("caught signal
+    TERM, bailing out": the signal goes to the testsuite's whole process
+    group), and the make target would stop there.  The run then
+    goes on with the tests after that one, in a new invocation, as if the
+    target had been restarted; the time of every invocation counts, the
+    verdict names the tests that ended it, and their result is "ended"."""
+    if copy is None:
+        with linked_copy(tree) as own:
+            return upstream_sealed(tree, argv, suite, hugetlbfs, own)
+    from harness.runtime import provision, sealed_argv
+    numbers = [int(a) for a in argv if a.isdigit()]
+    head = [a for a in argv if not a.isdigit()]
+    wall, verdicts, failed, ended = 0.0, [], [], []
+    results: dict[int, str] = {}
+    failures: dict[int, str] = {}
+    root = provision()
+    log = copy / "tests" / f"{suite}.log"
+    while numbers:
+        inner = ["/usr/bin/python3", "-c", SEALED_START, str(copy),
+                 SEALED_HUGETLBFS if hugetlbfs else "", *head, *map(str, numbers)]
+        # ro: the source, and the build itself (its libtool wrappers name its libraries)
+        sealed, env = sealed_argv(root, inner, ro=(source_of(tree), tree), rw=(copy,),
+                                  extra_env=gcov_env(tree))
+        started = time.perf_counter()
+        # Its own process group: the signal that ends the testsuite goes to
+        # the whole group it runs in, which would otherwise be ours.
+        proc = subprocess.run(sealed, env=env, capture_output=True, text=True,
+                              start_new_session=True)
+        wall += time.perf_counter() - started
+        results.update(result_lines(proc.stdout))
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        failed += re.findall(r"^\s*(\d+)\. .*: FAILED", text, re.M)
+        failures.update(failure_reasons(text))
+        if "bailing out" not in text:
+            verdicts.append(verdict_of(proc.stdout + proc.stderr, proc.returncode))
+            if not text:  # it never started: say why
+                verdicts.append(f"no {log.name}: {proc.stderr.strip()[-500:]}")
+            break
+        # -j1 runs the tests in order: every test up to the last one that
+        # started ran (a result line, or the directory a failed or
+        # interrupted test leaves behind; at-groups/ lists them all before
+        # they run), and that one ended the testsuite.
+        rundir = copy / "tests" / f"{suite}.dir"
+        begun = {int(n) for n in re.findall(r"^\s*(\d+)\. ", text, re.M)} | \
+            {int(d.name) for d in rundir.iterdir() if d.name.isdigit()}
+        last = max((n for n in begun if n in numbers), default=numbers[0])
+        ended.append(last)
+        results[last] = "ended"
+        numbers = [n for n in numbers if n > last]
+    verdict = "; ".join(verdicts) + \
+        (f" (failed: {' '.join(failed)})" if failed else "") + \
+        (f" (ended the testsuite, rerun from the next test: {' '.join(map(str, ended))})"
+         if ended else "")
+    return SealedRun(wall, verdict, results, failures)
 
 
 # What another run of a testsuite in the build itself writes while it runs
@@ -610,11 +623,14 @@ def run_testsuites(tree: Path, targets: list[str], cases: list[dict], out: Path,
         print(f"{target}: {len(run.numbers)} titles, upstream's run from "
               f"{time.strftime('%H:%M:%S')}", flush=True)
         before = os.getloadavg()[0]
-        with hugepages(pages if dpdk else 0) as note:
-            run.upstream = upstream_sealed(tree, argv, SUITE_SCRIPTS[target], hugetlbfs=dpdk)
-        between = os.getloadavg()[0]
-        run.ours_seconds, run.ours_summary, res = ours(
-            run.nodeids, out / target, "auto", ("--ovs-bindir", str(tree)), gcov_env(tree))
+        # Both sides on the binaries of one copy: a rebuild of the tree meanwhile
+        # changes neither.
+        with linked_copy(tree) as copy:
+            with hugepages(pages if dpdk else 0) as note:
+                run.upstream = upstream_sealed(tree, argv, SUITE_SCRIPTS[target], dpdk, copy)
+            between = os.getloadavg()[0]
+            run.ours_seconds, run.ours_summary, res = ours(
+                run.nodeids, out / target, "auto", ("--ovs-bindir", str(copy)), gcov_env(tree))
         # The machine's 1-minute load average as each side began and ended:
         # other jobs on it slow either side.
         run.note = "; ".join(filter(None, [note if dpdk else "", (
