@@ -57,8 +57,11 @@ PRUNE_AFTER_DAYS = 3  # a root of another key that no run used this long is remo
 APT_TIMEOUT = 600  # seconds, each apt-get call on the host
 MMDEBSTRAP_TIMEOUT = 1800  # seconds, building the root
 
-# Variables that may cross into the sealed runtime.
-PASS_ENV = ("TERM", "CI", "PYTEST_ADDOPTS", "OVSTEST_KEEP", "COLUMNS",
+# Variables that may cross into the sealed runtime.  GCOV_PREFIX(_STRIP): where a
+# coverage build's processes write their .gcda files instead of the build tree
+# (bench/upstream_ratio.py points both sides of its measurement at a throwaway place).
+PASS_ENV = ("TERM", "CI", "PYTEST_ADDOPTS", "OVSTEST_KEEP", "COLUMNS", "GCOV_PREFIX",
+            "GCOV_PREFIX_STRIP",
             "OVSTEST_OF_DIFF")  # the OpenFlow differential record (system_ct.OfDiff)
 
 

@@ -51,6 +51,37 @@ def test_marker_file_reaches_junit_and_results(pytester: pytest.Pytester) -> Non
                                             "system-traffic.at")}
 
 
+HELPER = '''
+import pytest
+
+
+def upstream(title):
+    """A module's own maker of the marker, as cases/system_userspace's modules import one."""
+    return pytest.mark.upstream(title, file="pmd.at")
+
+
+@upstream("PMD - stats")
+def test_marked():
+    pass
+
+
+def test_ours():
+    pass
+'''
+
+
+def test_a_function_named_upstream_is_no_title(pytester: pytest.Pytester) -> None:
+    """A module's `upstream` names its title only when it is one (a string, or a
+    list of them): a helper of that name says nothing of an unmarked id (the
+    results once gave such ids the title "<function upstream at 0x...>")."""
+    pytester.makepyfile(test_helper=HELPER)
+    result = pytester.runpytest(*PLUGINS)
+    assert result.ret == 0, result.stdout.str()
+    run = RunRecord.load(str(pytester.path / "reports" / "out" / "results.json"))
+    got = {c.nodeid.split("::")[-1]: (c.upstream, c.upstream_file) for c in run.cases}
+    assert got == {"test_marked": ("PMD - stats", "pmd.at"), "test_ours": (None, None)}
+
+
 @pytest.mark.parametrize("marker,complaint", [
     ('"PMD - stats"', "dpif-netdev.at has no test titled 'PMD - stats'"),
     ('"PMD - stats", file="pmd.at", since="4.0"', "new in no release after 3.7"),

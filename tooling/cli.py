@@ -94,11 +94,13 @@ MODES: tuple[Mode, ...] = (
           BASELINE, CANDIDATE)),
     Mode("bench", "the framework's own timings (bench/), or upstream's testsuite against ours",
          "./ovstest bench --concurrency --areas",
-         "[--n N] [-k EXPR] [--upstream-seconds S] | --upstream-tree DIR [-k EXPR] [--jobs N] | "
-         "--concurrency [--workers N,...] [--areas] [-k EXPR]",
+         "[--n N] [-k EXPR] [--upstream-seconds S] | --upstream-tree DIR [-k EXPR] [--jobs N] "
+         "[--testsuite check-afxdp,check-dpdk] | --concurrency [--workers N,...] [--areas] "
+         "[-k EXPR]",
          "Without --upstream-tree or --concurrency: bench/bench_suite.py, sealed (sandbox start, "
          "one step, the cases' wall time).  With --upstream-tree DIR: bench/upstream_ratio.py "
-         "on the host, upstream's tests of DIR against ours, per upstream file.  With "
+         "on the host, upstream's tests of DIR against ours, per upstream file (with --testsuite: "
+         "per flavour testsuite, check-afxdp and check-dpdk).  With "
          "--concurrency: bench/concurrency.py, the main job serial (-n 0) against concurrent, "
          "per area (fixtures/areas.py)."),
     Mode("export-at", "a case, or the minimal case of a known bug, as an upstream .at test",
