@@ -49,3 +49,16 @@ def test_nothing_sent_is_a_mismatch_not_a_pass() -> None:
     with pytest.raises(FrameMismatch, match="no frame was sent into ovs-p0"):
         check_path(steps, [(REQUESTS, [], [])])
     assert not steps[0].ok
+
+
+def test_ping_waits_for_every_reply_until_upstreams_own_deadline() -> None:
+    """Upstream's options, plus -w at the time upstream's ping gives up on a silent
+    peer (the third request at 0.6 s, then -W 2): ping then waits for the last reply
+    instead of "two RTTs" (ping(8)), and never longer than upstream's would."""
+    from fixtures.upstream_system import ping_argv
+    assert ping_argv("10.1.1.2", "-s", "3200") == [
+        "ping", "-s", "3200", "-q", "-c", "3", "-i", "0.3", "-W", "2", "-w", "3", "10.1.1.2"]
+    assert ping_argv("fc00::2", count=1, six=True) == [
+        "ping6", "-q", "-c", "1", "-i", "0.3", "-W", "2", "fc00::2"]  # one echo: -W is its wait
+    assert ping_argv("10.1.1.2", count=10, interval="0.1", wait="-w", wait_s="2")[-3:] == \
+        ["-w", "2", "10.1.1.2"]  # a caller's own deadline stays as it is

@@ -31,6 +31,7 @@ from fixtures.upstream_system import (
     check_path,
     format_ping,
     icmp_echo,
+    ping_argv,
     run_in,
     veth_tx_off,
 )
@@ -133,7 +134,7 @@ def test_ping_between_pmd_and_non_pmd_ports(real_env: Callable[..., RealEnv],
     check(sb.vsctl(*add_port("br0", "ovs-p0", type="afxdp-nonpmd",
                              options={"n_rxq": 1})), stdout="", stderr="")
     at0, at1 = Sniffer(ns0, "p0"), Sniffer(ns1, "p1")
-    ping = run_in(sb, ns0, ["ping", "-q", "-c", "3", "-i", "0.3", "-W", "2", "10.1.1.2"])
+    ping = run_in(sb, ns0, ping_argv("10.1.1.2"))
     assert format_ping(ping.stdout) == \
         "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n", ping.stdout
 
