@@ -219,6 +219,42 @@ def test_related_icmp_error_of_a_snat_connection_is_translated_back() -> None:
     assert run(ct, icmp_error(B, NAT_ADDR, stray), Ct(ct, nat=Nat()))[0] == "+inv+trk"
 
 
+def test_a_related_errors_commit_stores_exec_fields_in_the_connection_it_is_about() -> None:
+    """ovs-fields(7): ct_mark and ct_label are committed "to the connection to which
+    the current packet belongs", and a related ICMP error reads the mark of the
+    connection it is about: committing the error with exec writes that one's, and
+    makes no connection of its own.  Found by test_explore_openflow."""
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, commit=True))
+    seen = IPerror(src=A, dst=B) / UDPerror(sport=40000, dport=53) / Raw(b"query")
+    state, _ = run(ct, icmp_error(B, A, seen), Ct(ct, commit=True, mark=(7, 0xFFFFFFFF),
+                                                  label=(0x10000, 0xFFFFFFFF)))
+    assert state == "+rel+rpl+trk"
+    assert len(ct.conns) == 1 and (ct.conns[0].mark, ct.conns[0].label) == (7, 0x10000)
+    # The negative control: a commit without exec changes neither.
+    run(ct, icmp_error(B, A, seen), Ct(ct, commit=True))
+    assert (ct.conns[0].mark, ct.conns[0].label) == (7, 0x10000)
+
+
+def test_a_translated_related_error_stays_its_connections_in_a_later_ct() -> None:
+    """A related ICMP error that a ct with nat translated back is still that
+    connection's packet at a later ct of the zone (as any packet NATed by a
+    connection): a commit there with exec marks the connection, and a second nat
+    changes nothing.  In another zone it is a stranger.  Found by
+    test_explore_openflow (an SNAT connection's port unreachable, committed with a
+    mark in table 1)."""
+    ct = Conntrack()
+    run(ct, udp(), Ct(ct, commit=True, nat=Nat.of("src", NAT_ADDR)))
+    seen = IPerror(src=NAT_ADDR, dst=B) / UDPerror(sport=40000, dport=53) / Raw(b"query")
+    error = icmp_error(B, NAT_ADDR, seen)
+    once = run(ct, error, Ct(ct, nat=Nat()))
+    twice = run(ct, error, Ct(ct, nat=Nat()), Ct(ct, commit=True, nat=Nat(), mark=(5, 0xFFFFFFFF)))
+    assert twice == once and once[0] == "+rel+rpl+trk+dnat"
+    assert len(ct.conns) == 1 and ct.conns[0].mark == 5
+    # The negative control: zone 1 has no such connection, so the error is invalid.
+    assert run(ct, error, Ct(ct, nat=Nat()), Ct(ct, zone=1, commit=True))[0] == "+inv+trk"
+
+
 def test_related_icmp_error_in_the_original_direction_of_a_dnat_connection() -> None:
     ct = Conntrack()
     run(ct, tcp(), Ct(ct, commit=True, nat=Nat.of("dst", "10.9.9.9")))

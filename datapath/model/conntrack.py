@@ -63,10 +63,11 @@ NAT (ovs-actions(7) `nat`; RFC 4787, RFC 5382, RFC 5508):
   ct_state gets +snat when this packet's source was translated, +dnat when its
   destination was ("transformed by source/destination address/port
   translation"): a reply to a SNATed connection gets +dnat.
-- A packet NATed by a connection stays that connection's packet: a later ct
-  in the same zone finds it by the tuple it translated to (the reverse of the
-  other direction's key), and a ct with nat there translates it as before
-  (no change) and keeps its +snat/+dnat; a new zone starts afresh
+- A packet NATed by a connection stays that connection's packet (a related
+  ICMP error too): a later ct in the same zone finds it by the tuple it
+  translated to (the reverse of the other direction's key), and a ct with nat
+  there translates it as before (no change) and keeps its +snat/+dnat; a new
+  zone starts afresh
   (ovs-fields(7): ct_nw_src and the other original-tuple fields stay with the
   packet through recirculation; "each zone is an independent connection
   tracking context").
@@ -341,14 +342,16 @@ class Conntrack:
             return Result(TRK | INV, zone)
         lay = pkt.outer
         assert lay.payload is not None and lay.proto is not None
+        natted = pkt.ct_nat.get(zone)
+        if natted is not None and not any(c is natted[0] for c in self.conns):
+            natted = None
         if lay.proto in (PROTO_ICMP, PROTO_ICMPV6) \
                 and pkt.data[lay.payload] in (ICMP_ERRORS if lay.proto == PROTO_ICMP
                                               else ICMPV6_ERRORS):
-            return self._related(pkt, zone)
+            return self._related(pkt, zone, natted)
         key = packet_key(pkt.data, lay.l3 or 0, pkt.ipv)
-        natted = pkt.ct_nat.get(zone)
         found = self.find(zone, key)
-        if natted is not None and any(c is natted[0] for c in self.conns):
+        if natted is not None:
             found = natted[0], natted[1]  # the connection that translated it
         if found is None:
             return self._opening(pkt, zone, key)
@@ -399,7 +402,10 @@ class Conntrack:
         bits = TRK | (EST if conn.seen_reply else NEW)
         return bits | (RPL if reply else 0)
 
-    def _related(self, pkt: Packet, zone: int) -> Result:
+    def _related(self, pkt: Packet, zone: int,
+                 natted: tuple[Conn, bool, int] | None = None) -> Result:
+        """An ICMP error: related to the committed connection of the packet it
+        embeds, or to the one whose NAT translated it earlier in this zone."""
         lay = pkt.outer
         assert lay.payload is not None
         inner = lay.payload + 8
@@ -408,6 +414,8 @@ class Conntrack:
         except (IndexError, struct.error, ValueError):
             embedded = None
         found = None if embedded is None else self.find(zone, embedded.reversed())
+        if natted is not None and embedded is not None:
+            found = natted[0], natted[1]
         if found is None:
             pkt.notes.append("conntrack: ICMP error about no committed connection: +inv")
             return Result(TRK | INV, zone)
@@ -547,8 +555,15 @@ class Ct(Action):
         if self.commit and res.related:
             # "Connections identified as rel are separate from the originating
             # connection and must be committed separately" (ovs-fields(7)): an
-            # ICMP error is no connection of its own to commit.
-            pkt.notes.append("conntrack: commit of a related ICMP error: nothing to commit")
+            # ICMP error is no connection of its own to commit.  It belongs to the
+            # connection it is about (its ct_mark and ct_label are that one's), and
+            # exec's ct_mark and ct_label are "committed ... to the connection to
+            # which the current packet belongs" (ovs-fields(7), ct_mark, ct_label).
+            assert res.conn is not None
+            self._store(res.conn)
+            pkt.notes.append("conntrack: commit of a related ICMP error: no connection of its "
+                             "own" + (", exec's fields go to the one it is about"
+                                      if self.mark or self.label else ""))
         elif self.commit:
             refused = self.table.commit(res, self.nat, self.force)
             if refused:
@@ -556,10 +571,7 @@ class Ct(Action):
                 return
             conn = res.conn
             assert conn is not None
-            for attr, vm in (("mark", self.mark), ("label", self.label)):
-                if vm is not None:
-                    value, mask = vm
-                    setattr(conn, attr, (getattr(conn, attr) & ~mask) | (value & mask))
+            self._store(conn)
             pkt.notes.append(f"conntrack: zone {self.zone}: {res.key} committed"
                              + (f", {conn.nat} NAT to {conn.reply.reversed()}" if conn.nat else ""))
         if self.nat is not None and res.committed and res.conn is not None and res.conn.nat:
@@ -568,9 +580,15 @@ class Ct(Action):
             if natted is not None and natted[0] is res.conn:
                 bits |= natted[2]
             res.state |= bits
-            if not res.related:
-                pkt.ct_nat[self.zone] = (res.conn, res.reply, bits)
+            pkt.ct_nat[self.zone] = (res.conn, res.reply, bits)
 
+
+    def _store(self, conn: Conn) -> None:
+        """exec's ct_mark and ct_label, (value, mask) each, into `conn`."""
+        for attr, vm in (("mark", self.mark), ("label", self.label)):
+            if vm is not None:
+                value, mask = vm
+                setattr(conn, attr, (getattr(conn, attr) & ~mask) | (value & mask))
 
     def _refused(self, pkt: Packet, why: str) -> None:
         """The tracker refused the commit: with NAT, the packet has no session and
