@@ -13,27 +13,39 @@ from datapath.model import csum
 from datapath.model.bugs import (
     CT_ICMP6_NAT_CONN_PROTO,
     CT_NAT_UNTRANSLATED,
+    CT_TCP_EST_BEFORE_REPLY,
     CT_TCP_SYN_SENT_REPLY,
     L4_PARTIAL_NOT_TCP_UDP,
     OvsBug,
 )
-from datapath.model.conntrack import EST, RPL, TRK, Result
+from datapath.model.conntrack import EST, NEW, RPL, TCP_SYN, TRK, Result
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.offloads import RxFlags
 
 PROTO_ICMPV6 = 58
 
 
-def ovs_state(res: Result) -> tuple[OvsBug, int] | None:
+def ovs_state(res: Result, pkt: Packet | None = None) -> tuple[OvsBug, int] | None:
     """The ct_state OVS gives where the model says otherwise, and the entry.
 
     A reply that is neither SYN+ACK nor RST to a connection in SYN-SENT: OVS's
     tracker (pf's) takes it as the responder's first packet and the connection
     as seen both ways, +est+rpl; the model says +inv.  Only claimed for a
-    connection without NAT, where the packet then leaves unchanged."""
+    connection without NAT, where the packet then leaves unchanged.
+
+    With the packet (after the ct action): a TCP segment other than a SYN in the
+    original direction of a connection committed before it, none of whose
+    replies conntrack has seen: tcp_conn_update() finds it valid, which is +est
+    (CT_TCP_EST_BEFORE_REPLY); the model says +new."""
     conn = res.conn
     if res.rule == "tcp-syn-sent-reply" and conn is not None and not conn.nat:
         return CT_TCP_SYN_SENT_REPLY, TRK | EST | RPL
+    if pkt is not None and conn is not None and res.found and conn.committed \
+            and not res.reply and not res.related and not conn.seen_reply \
+            and conn.orig.proto == PROTO_TCP and res.state & NEW \
+            and pkt.outer.payload is not None \
+            and not pkt.data[pkt.outer.payload + 13] & TCP_SYN:
+        return CT_TCP_EST_BEFORE_REPLY, (res.state & ~NEW) | EST
     return None
 
 
@@ -76,17 +88,36 @@ def ovs_frame(sent: bytes, correct: bytes, res: Result,
         return None
     field = icmp + ofs
     value = before.u16(field)
-    if after.u16(field) != value or (ofs == 6 and value == 0):
-        return None  # rewritten by the inner NAT, or a UDP checksum of none
+    if ofs == 6 and value == 0:
+        return None  # a UDP checksum of none
     changed = [(sent[a:a + 16], correct[a:a + 16]) for a in (l3 + 8, l3 + 24)
                if sent[a:a + 16] != correct[a:a + 16]]
     if not changed:
         return None
+    damaged = value
     for old, new in changed:
-        value = csum.incremental(value, old, new)
-    if ofs == 6 and value == 0:
-        value = 0xFFFF
+        damaged = csum.incremental(damaged, old, new)
+    if ofs == 6 and damaged == 0:
+        damaged = 0xFFFF
     out = Packet.parse(correct)
+    inner = icmp + 8  # the embedded IPv6 header
+    if ofs == 16 and sent[inner + 8:inner + 24] != correct[inner + 8:inner + 24]:
+        # The inner NAT rewrites the field: TCP's offset 16 is the embedded source
+        # address's first bytes, translated back (whole) for an error about an
+        # SNATed packet.  The address comes out right, but the embedded TCP
+        # checksum is updated from the damaged address.
+        tcp_csum = inner + 40 + 16
+        if sent[inner + 6] != PROTO_TCP or tcp_csum + 2 > end:
+            return None
+        addr = sent[inner + 8:inner + 24]
+        hurt = damaged.to_bytes(2, "big") + addr[2:]
+        fixed = out.u16(tcp_csum)
+        ovs = csum.incremental(fixed, hurt, addr)
+        field, value = tcp_csum, ovs
+    elif after.u16(field) != value:
+        return None  # rewritten by the inner NAT
+    else:
+        value = damaged
     out.put16(icmp + 2, csum.incremental(out.u16(icmp + 2), correct[field:field + 2],
                                          value.to_bytes(2, "big")))
     out.put16(field, value)

@@ -11,7 +11,7 @@ from datapath.model.bugs import GRE_CSUM_AT_PUSH, GSO_CWR_EVERY_SEGMENT, IPV4_LA
 from datapath.model.hooks import Known, Verdicts
 from datapath.model.packet import PROTO_TCP, PROTO_UDP, Packet
 from datapath.model.send import Slot, patch_from_end, variants
-from datapath.offloads import TxOffloads
+from datapath.offloads import RxFlags, TxOffloads
 
 TCP_CWR = gso.TCP_CWR
 
@@ -95,6 +95,16 @@ class OvsObserver(hooks.Observer):
 
     def ct_commit_refused(self, pkt: Packet, why: str) -> Known | None:
         return conntrack.refused_commit(why)
+
+    def ct_state(self, pkt: Packet, res: Any) -> tuple[Known, int] | None:
+        return conntrack.ovs_state(res, pkt)
+
+    def ct_related_translated(self, pkt: Packet, before: bytes, res: Any) -> None:
+        found = conntrack.ovs_frame(before, bytes(pkt.data), res, RxFlags(l4=pkt.outer.l4_csum))
+        if found is not None:
+            bug, data = found
+            record_change(pkt, bug, patch_from_end(bytes(pkt.data), data),
+                          "OVS's NAT of the ICMPv6 error: the bytes of ct-icmp6-nat-conn-proto")
 
 
 def _keep_cwr(pkt: Packet) -> None:

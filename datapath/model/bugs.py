@@ -655,6 +655,36 @@ CT_TCP_SYN_SENT_REPLY = OvsBug(
         "verdict was not checked here)",
     notes=("The model classifies the bare ACK +inv.",))
 
+CT_TCP_EST_BEFORE_REPLY = OvsBug(
+    "ct-tcp-est-before-reply",
+    "userspace conntrack gives +est to a TCP segment of a committed connection's "
+    "original direction other than a SYN (e.g. the client's ACK completing the "
+    "handshake) before it has seen any packet of the reply direction, where ovs-fields(7) "
+    "sets est only once \"packets of a committed connection have been seen by conntrack "
+    "from both directions\" (a UDP datagram or ICMP echo in the same place stays +new); "
+    "a pipeline that sends the replies past ct, or loses them before it, sees the "
+    "connection as answered",
+    "lib/conntrack-tcp.c tcp_conn_update() returns CT_UPDATE_VALID_NEW only for a SYN "
+    "and CT_UPDATE_VALID for every other valid segment, which conn_update_state() in "
+    "lib/conntrack.c turns into +est whether or not the reply direction was seen",
+    cls="by-design", severity="cosmetic", root_cause="ct-tcp-est-before-reply",
+    real_ports=(RealPort("any", "a TCP client's ACK after a SYN+ACK that reached it by a "
+                         "path around ct (asymmetric routing, or replies exempt from tracking)",
+                         "cases/exploration/test_explore_openflow.py::"
+                         "test_openflow_regression[cae4c0db3d]"),),
+    why="pf's window tracking, which conntrack-tcp.c follows, validates each segment "
+        "against both ends' windows and has no notion of a reply seen; the bytes are "
+        "unchanged, only the ct_state classification (and so the rule a table picks) "
+        "differs.  The Linux kernel's tracker keeps such a segment out of ESTABLISHED "
+        "(IPS_SEEN_REPLY); its verdict was not checked here",
+    rule="ovs-fields(7) ct_state: est, \"Set to 1 if packets of a committed connection "
+        "have been seen by conntrack from both directions\"; new, \"Start of a new "
+        "connection\"",
+    at_title="conntrack - a tcp segment before any reply is not established",
+    found_by="test_explore_openflow (a drawn table that sends p2's packets out without ct)",
+    notes=("The model classifies the segment +new, as it does a UDP datagram or an ICMP "
+           "echo request there (and as OVS does those).",))
+
 CT_ICMP6_NAT_CONN_PROTO = OvsBug(
     "ct-icmp6-nat-conn-proto",
     "the NAT of an ICMPv6 error related to a TCP or UDP connection patches the outer "
@@ -682,9 +712,13 @@ CT_ICMP6_NAT_CONN_PROTO = OvsBug(
         "ovs-actions(7) nat: the reply direction is translated back.  The outer address "
         "rewrite must touch only the IPv6 header and the ICMPv6 checksum (RFC 4443 2.3, "
         "its pseudo-header).",
-    found_by="the conntrack offload cases",
+    found_by="the conntrack offload cases; the embedded-checksum form by test_explore_openflow",
     notes=("Receivers accept the damaged message: its ICMPv6 checksum was recomputed "
            "over the damage.",
+           "Where the damaged bytes are the embedded source address, which the inner NAT "
+           "then translates back (an error about an SNATed connection's packet), the "
+           "address comes out right, but the embedded TCP checksum is updated from the "
+           "damaged address: the damage moves into it.",
            "export/fixes/ct-nat-ipv6-conn-proto.patch cures both symptoms (checked with the "
            "suite on a patched build)."))
 
@@ -887,6 +921,9 @@ FIX_HINTS = {
         " offload flags (and the L4 offsets) of a packet it cuts: then the truncated copy's checksums "
         "are the packet's, and a tunnel's outer checksum is a full one over the bytes that leave"),
     # conntrack
+    "ct-tcp-est-before-reply": (
+        "in conn_update_state(), give +est only once the connection has seen a packet of the "
+        "reply direction (as conntrack-other.c and conntrack-icmp.c do), +new before"),
     "ct-nat-ipv6-conn-proto": (
         "in conntrack.c nat_packet_ipv6(), rewrite the outer address with the packet's own protocol "
         "(ICMPv6 for a related error), not the connection key's nw_proto"),
@@ -907,5 +944,6 @@ FIX_HINTS = {
 ALL = (GRE_CSUM_AT_PUSH, L4_PARTIAL_NOT_TCP_UDP, TSO_SHORT_TUNNEL_ASSERT, IPV4_HEADER_ONLY,
        GSO_CWR_EVERY_SEGMENT, IPV6_EXT_PSEUDO_HEADER, IPV4_LATER_FRAGMENT, GRE_SEQ_SHARED, NEIGH_SNOOP_CACHED,
        TSO_EMPTY_TUNNEL_CSUM, TRUNC_PENDING_CSUM, TRUNC_TUNNEL_OUTER_CSUM, TRUNC_L4_CUT_CRASH,
-       TRUNC_CSUM_PAST_END, CT_TCP_SYN_SENT_REPLY, CT_ICMP6_NAT_CONN_PROTO, TUNNEL_CSUM_TRUSTS_RX_GOOD,
-       REVALIDATOR_RESUME_UNPAUSED, CT_NAT_UNTRANSLATED, VLAN_SECOND_TAG_WILDCARDED)
+       TRUNC_CSUM_PAST_END, CT_TCP_SYN_SENT_REPLY, CT_TCP_EST_BEFORE_REPLY, CT_ICMP6_NAT_CONN_PROTO,
+       TUNNEL_CSUM_TRUSTS_RX_GOOD, REVALIDATOR_RESUME_UNPAUSED, CT_NAT_UNTRANSLATED,
+       VLAN_SECOND_TAG_WILDCARDED)

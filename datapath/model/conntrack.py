@@ -225,6 +225,7 @@ class Result:
     related: bool = False
     key: Key | None = None
     rule: str = ""  # the rule that decided an invalid verdict, for the record
+    found: bool = False  # the connection was in the table before this packet
 
     @property
     def committed(self) -> bool:
@@ -358,7 +359,7 @@ class Conntrack:
         conn, reply = found
         bits = self._update(pkt, conn, reply)
         return Result(bits, zone, conn, reply, key=key,
-                      rule="tcp-syn-sent-reply" if bits & INV else "")
+                      rule="tcp-syn-sent-reply" if bits & INV else "", found=True)
 
     def _opening(self, pkt: Packet, zone: int, key: Key) -> Result:
         lay = pkt.outer

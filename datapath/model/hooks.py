@@ -91,6 +91,17 @@ class Observer:
         uncommitted: +trk+new); None: it is dropped."""
         return None
 
+    def ct_state(self, pkt: "Packet", res: Any) -> "tuple[Known, int] | None":
+        """The tracker's verdict on the packet (`res`, a conntrack Result): a layer
+        above returns the known deviation and the ct_state the datapath under test
+        gives instead; None: as the model says."""
+        return None
+
+    def ct_related_translated(self, pkt: "Packet", before: bytes, res: Any) -> None:
+        """A related ICMP error was translated by its connection's NAT (`before`:
+        its bytes as they came): a layer above may record the bytes the datapath
+        under test makes of it instead."""
+
     def crashes(self, pkt: "Packet", tx: "TxOffloads") -> None:
         """The packet is about to be sent to a port with `tx` (or completed in
         software, with no offloads): a layer above may name an abort on

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from datapath.model import Expected, emit, receive
+from datapath.model import Expected, emit, hooks, receive
 from datapath.model.actions import SetIPv4Addr, SetL4Port
-from datapath.model.conntrack import DNAT, SNAT, Conntrack, CtClear
+from datapath.model.conntrack import Conntrack, CtClear, state_text
 from datapath.model.openflow.ct import ct_action, orig_tuple, tracked
 from datapath.model.openflow.fields import (
     ALIASES,
@@ -47,6 +47,9 @@ class Outcome:
     sent: dict[str, Expected]
     packet_ins: list[PacketIn] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The known bugs the packet ran into on its way (the known-bug layer's, where
+    # one is installed), wherever it went or was dropped.
+    bugs: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -88,6 +91,7 @@ class OpenFlow:
             walk.actions(pkt, meta, flow, flow.actions, 0)
         if pkt.dropped:
             out.notes += pkt.notes
+        out.bugs = list(pkt.bugs)
         return out
 
     def lookup(self, fields: dict[str, int], meta: Meta, table: int) -> Flow | None:
@@ -131,26 +135,30 @@ class _Walk:
     of: OpenFlow
     out: Outcome
     tx_of: Callable[[str], TxOffloads]
-    # Set when a ct without table= translated the packet (NAT) in this pass: what a
+    # Set when a ct without table= translated the packet (NAT) in this pass: the
+    # flow that did, and the original values of the fields it changed; what a
     # later lookup of the same pass sees is documented both ways (below).
     translated: str = ""
+    untranslated: dict[str, int] = field(default_factory=dict)
 
     def table(self, pkt: Packet, meta: Meta, table: int, depth: int,
               swap_ct: bool = False) -> None:
         if depth > RESUBMIT_LIMIT:
             raise NotModelled(f"more than {RESUBMIT_LIMIT} nested table lookups")
-        if self.translated:
-            # ovs-actions(7), ct: after ct without table=, "the original instance of
-            # the packet continues independent processing", yet the frame that
-            # leaves is the translated one (system-traffic.at's NAT tests): which
-            # headers a lookup of this pass matches, the documentation does not say.
-            raise NotModelled(f"a lookup in table {table} after {self.translated} translated "
-                              "the packet without table= (the original or the translated "
-                              "headers?)")
         fields = packet_fields(pkt)
         if swap_ct:
             fields = orig_tuple(fields, meta)
         flow = self.of.lookup(fields, meta, table)
+        if self.translated and self.of.lookup({**fields, **self.untranslated}, meta,
+                                               table) is not flow:
+            # ovs-actions(7), ct: after ct without table=, "the original instance of
+            # the packet continues independent processing", yet the frame that
+            # leaves is the translated one (system-traffic.at's NAT tests): which
+            # headers a lookup of this pass matches, the documentation does not
+            # say, and here the two would pick different flows.
+            raise NotModelled(f"a lookup in table {table} after {self.translated} translated "
+                              "the packet without table=, where the original and the "
+                              "translated headers match different flows")
         if flow is None:
             pkt.notes.append(f"table {table}: miss, dropped (OpenFlow 1.5 §5.4)")
             return
@@ -324,14 +332,29 @@ class _Walk:
         if isinstance(value, dict) and "alg" in value:
             pkt.notes.append(f"ct alg={value['alg']}: the helper's related connections are "
                              "not modelled (the case narrows the frames it judges)")
+        before = bytes(pkt.data)
         action.apply(pkt)
+        res = self.of.conntrack.last
+        # The known-bug layer (datapath/model/hooks.py): the state, or a related
+        # error's bytes, the datapath under test gives instead.
+        other = hooks.active().ct_state(pkt, res)
+        if other is not None:
+            bug, res.state = other
+            if bug not in pkt.bugs:
+                pkt.bugs.append(bug)
+            pkt.notes.append(f"conntrack: the datapath under test gives {state_text(res.state)} "
+                             f"(known: {bug.key})")
+        if res.related and bytes(pkt.data) != before:
+            hooks.active().ct_related_translated(pkt, before, res)
         meta.clear_ct()  # ovs-actions(7), ct: the other fork's fields are cleared
         if action.recirc is None:
-            if self.of.conntrack.last.state & (SNAT | DNAT):
+            if bytes(pkt.data) != before:
+                was, now = packet_fields(Packet.parse(before)), packet_fields(pkt)
                 self.translated = flow.text
+                self.untranslated.update({k: v for k, v in was.items() if now.get(k) != v})
             return False
-        self.translated = ""  # the packet re-enters the pipeline as translated
-        tracked(meta, self.of.conntrack.last, action.zone)
+        self.translated, self.untranslated = "", {}  # it re-enters the pipeline translated
+        tracked(meta, res, action.zone)
         if not pkt.dropped:
             self.table(pkt, meta, action.recirc, depth + 1)
         return True
