@@ -14,7 +14,6 @@ deviation is shrunk, saved to cases/regressions.json and replayed by
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -32,6 +31,7 @@ from datapath.offloads import TxOffloads
 from datapath.paths import CACHE_MODES, both_paths, mode_for
 from evidence.tshark import Tshark
 from fixtures.explore import (
+    Rigs,
     Scenario,
     build_frame,
     explore,
@@ -179,67 +179,26 @@ class NestedRig:
         assert not bad, "unexpected lines in ovs-vswitchd.log:\n" + "\n".join(bad)
 
 
-class Rigs:
-    """The rig of one case: rebuilt after a known crash took the daemon down."""
-
-    def __init__(self, install: OvsInstall, root: Path, record: CaseRecord,
-                 tshark: Tshark | None) -> None:
-        self.install, self.root, self.record, self.tshark = install, root, record, tshark
-        self.rig: NestedRig | None = None
-        self.lives = 0
-
-    def get(self) -> NestedRig:
-        """The live rig (a new one after a crash, which run() already blamed)."""
-        if self.rig is not None and not self.rig.alive():
-            self.rig.sb.kill()
-            self.rig = None
-        if self.rig is None:
-            self.lives += 1
-            rundir = self.root / f"nested-{self.lives}"
-            shutil.rmtree(rundir, ignore_errors=True)
-            self.rig = NestedRig(self.install, rundir, self.record, self.tshark)
-        return self.rig
-
-    def close(self) -> None:
-        if self.rig is not None:
-            if self.rig.alive():
-                self.rig.sb.stop(scan_logs=False)  # every example scanned its own slice
-            else:
-                self.rig.sb.kill()
-
-
 @pytest.fixture
 def nested(ovs_install: OvsInstall, case_record: CaseRecord, second_opinion: Tshark | None,
-           tmp_path: Path) -> Iterator[Rigs]:
-    rigs = Rigs(ovs_install, tmp_path, case_record, second_opinion)
+           tmp_path: Path) -> Iterator[Rigs[NestedRig]]:
+    rigs = Rigs(lambda rundir: NestedRig(ovs_install, rundir, case_record, second_opinion),
+                tmp_path, case_record, "nested")
     yield rigs
     rigs.close()
 
 
-def run(rigs: Rigs, scenario: Scenario) -> None:
-    """One example; a daemon that died in it, other than by a known crash, is
-    this example's failure, whatever else it raised."""
-    rigs.record.steps.clear()  # the record keeps the last example's evidence
-    rig = rigs.get()
-    try:
-        rig.run(scenario)
-    finally:
-        if not rig.alive() and rig.sb.expected_crash is None:
-            raise AssertionError("ovs-vswitchd died in this example:\n"
-                                 + (rig.sb.crash_report() or "(nothing in its log)"))
-
-
-def test_explore_nested(nested: Rigs, request: pytest.FixtureRequest) -> None:
+def test_explore_nested(nested: Rigs[NestedRig], request: pytest.FixtureRequest) -> None:
     """Verifies, for each drawn scenario, every frame and field of the nested
     encapsulation (or the drop check_pkt_len asks for) against the model on both
     paths; a deviation becomes a saved regression and fails the case."""
-    explore(nested_scenarios(), lambda scenario: run(nested, scenario),
+    explore(nested_scenarios(), nested.run,
             max(1, request.config.getoption("explore") // 3), request.node)
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])
                                       for e in load_regressions()
                                       if e["scenario"].get("direction") == "nested"])
-def test_nested_regression(nested: Rigs, scenario: Scenario) -> None:
+def test_nested_regression(nested: Rigs[NestedRig], scenario: Scenario) -> None:
     """A nested scenario exploration once found deviating, replayed as it was saved."""
-    run(nested, scenario)
+    nested.run(scenario)

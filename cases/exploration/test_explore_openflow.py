@@ -19,7 +19,6 @@ by `test_openflow_regression`.
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
@@ -31,7 +30,7 @@ from datapath.model import hooks
 from datapath.model.openflow import OpenFlow
 from datapath.verdict import PortFrames, observed, settle
 from evidence.tshark import Tshark
-from fixtures.explore import Scenario, explore, load_regressions
+from fixtures.explore import Rigs, Scenario, explore, load_regressions
 from fixtures.explore_openflow import PORTS, Hosts, conntrack_entries, openflow_scenarios, parse_conntrack
 from harness.control import Transcript
 from harness.install import OvsInstall
@@ -151,65 +150,26 @@ def _table_diff(stats: dict[int, tuple[int, int]], conns: list[str], model: Open
     return wrong
 
 
-class Rigs:
-    """The rig of one case: rebuilt after a crash took the daemon down."""
-
-    def __init__(self, install: OvsInstall, root: Path, record: CaseRecord,
-                 tshark: Tshark | None) -> None:
-        self.install, self.root, self.record, self.tshark = install, root, record, tshark
-        self.rig: OpenFlowRig | None = None
-        self.lives = 0
-
-    def get(self) -> OpenFlowRig:
-        if self.rig is not None and not self.rig.alive():
-            self.rig.sb.kill()
-            self.rig = None
-        if self.rig is None:
-            self.lives += 1
-            rundir = self.root / f"openflow-{self.lives}"
-            shutil.rmtree(rundir, ignore_errors=True)
-            self.rig = OpenFlowRig(self.install, rundir, self.record, self.tshark)
-        return self.rig
-
-    def close(self) -> None:
-        if self.rig is not None:
-            if self.rig.alive():
-                self.rig.sb.stop(scan_logs=False)  # every example scanned its own slice
-            else:
-                self.rig.sb.kill()
-
-
 @pytest.fixture
 def openflow_rigs(ovs_install: OvsInstall, case_record: CaseRecord,
-                  second_opinion: Tshark | None, tmp_path: Path) -> Iterator[Rigs]:
-    rigs = Rigs(ovs_install, tmp_path, case_record, second_opinion)
+                  second_opinion: Tshark | None, tmp_path: Path) -> Iterator[Rigs[OpenFlowRig]]:
+    rigs = Rigs(lambda rundir: OpenFlowRig(ovs_install, rundir, case_record, second_opinion),
+                tmp_path, case_record, "openflow")
     yield rigs
     rigs.close()
 
 
-def run(rigs: Rigs, scenario: Scenario) -> None:
-    """One example; a daemon that died in it is this example's failure."""
-    rigs.record.steps.clear()  # the record keeps the last example's evidence
-    rig = rigs.get()
-    try:
-        rig.run(scenario)
-    finally:
-        if not rig.alive() and rig.sb.expected_crash is None:
-            raise AssertionError("ovs-vswitchd died in this example:\n"
-                                 + (rig.sb.crash_report() or "(nothing in its log)"))
-
-
-def test_explore_openflow(openflow_rigs: Rigs, request: pytest.FixtureRequest) -> None:
+def test_explore_openflow(openflow_rigs: Rigs[OpenFlowRig], request: pytest.FixtureRequest) -> None:
     """Verifies, for each drawn flow table and packet sequence, every frame on
     every port, the flows' statistics and the connection table against the
     model's pipeline; a deviation becomes a saved regression and fails the case."""
-    explore(openflow_scenarios(), lambda scenario: run(openflow_rigs, scenario),
+    explore(openflow_scenarios(), openflow_rigs.run,
             max(1, request.config.getoption("explore") // 2), request.node)
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])
                                       for e in load_regressions()
                                       if e["scenario"].get("direction") == "openflow"])
-def test_openflow_regression(openflow_rigs: Rigs, scenario: Scenario) -> None:
+def test_openflow_regression(openflow_rigs: Rigs[OpenFlowRig], scenario: Scenario) -> None:
     """An OpenFlow scenario exploration once found deviating, replayed as it was saved."""
-    run(openflow_rigs, scenario)
+    openflow_rigs.run(scenario)
