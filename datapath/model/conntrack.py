@@ -97,6 +97,7 @@ NAT (ovs-actions(7) `nat`; RFC 4787, RFC 5382, RFC 5508):
 """
 from __future__ import annotations
 
+import copy
 import ipaddress
 import struct
 from dataclasses import dataclass, field
@@ -270,6 +271,17 @@ class Conntrack:
     @property
     def last(self) -> Result:
         return self.results[-1]
+
+    def probe(self) -> "Conntrack":
+        """A copy to try a packet on, this table left as it is: the connections,
+        pins, limits and counters copied, the history of results not (a probe
+        reads only its own, and copying every earlier one made each probe cost
+        as much as the whole conversation so far)."""
+        saved, self.results = self.results, []
+        try:
+            return copy.deepcopy(self)
+        finally:
+            self.results = saved
 
     def pin(self, zone: int, orig: Key, addr: str, port: int) -> None:
         """The choice a NAT range made for the connection `orig` (seen on the wire)."""
