@@ -30,7 +30,7 @@ from datapath.model import hooks
 from datapath.model.openflow import OpenFlow
 from datapath.verdict import PortFrames, observed, settle
 from evidence.tshark import Tshark
-from fixtures.explore import Rigs, Scenario, explore, load_regressions
+from fixtures.explore import Rigs, Scenario, counter, explore, load_regressions
 from fixtures.explore_openflow import PORTS, Hosts, conntrack_entries, openflow_scenarios, parse_conntrack
 from harness.control import Transcript
 from harness.install import OvsInstall
@@ -49,6 +49,7 @@ class OpenFlowRig:
     def __init__(self, install: OvsInstall, rundir: Path, record: CaseRecord,
                  tshark: Tshark | None) -> None:
         self.record, self.tshark, self.rundir = record, tshark, rundir
+        self.tally = counter(record)  # packets in, frames out, connections
         self.sb = Sandbox(install, rundir, Transcript(record.commands.append))
         self.sb.start()
         try:
@@ -60,11 +61,6 @@ class OpenFlowRig:
 
     def alive(self) -> bool:
         return self.sb.vswitchd is not None and self.sb.vswitchd.alive()
-
-    def tally(self, what: str, n: int) -> None:
-        """The case's metrics (its report): packets in, frames out, connections
-        committed, over every example."""
-        self.record.metrics[what] = self.record.metrics.get(what, 0) + n
 
     def run(self, scenario: Scenario) -> None:
         sb, record = self.sb, self.record
