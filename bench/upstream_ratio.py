@@ -356,8 +356,9 @@ def discover(results: dict) -> dict[str, FileRun]:
         file = case.get("upstream_file") or DEFAULT_FILE
         if file not in MAIN_SUITE_FILES and file not in SYSTEM_USERSPACE:
             continue  # another testsuite (system-dpdk.at, system-afxdp.at)
-        if file in SYSTEM_USERSPACE and "[tso" in case["nodeid"]:
-            continue  # check-system-tso's flavour
+        flavour = (case.get("params") or {}).get("flavour")
+        if file in SYSTEM_USERSPACE and flavour not in (None, "userspace"):
+            continue  # another flavour's testsuite: check-system-tso, check-afxdp, check-dpdk
         tests = [find(t, file) for t in titles]
         if not titles or any(t is None for t in tests):
             continue

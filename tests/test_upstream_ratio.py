@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bench.upstream_ratio import (
     collected_cases,
+    discover,
     failure_reasons,
     failure_summary,
     listing_numbers,
@@ -102,6 +103,17 @@ def test_ids_go_to_their_flavours_testsuite() -> None:
     }
     assert suite_cases(CASES, "check-system-tso") == {
         ("system-tap.at", "traffic between namespaces using tap"): ["tap.py::test_tap"]}
+
+
+def test_check_system_userspace_takes_the_userspace_flavour_only() -> None:
+    """Without --testsuite, system-traffic.at's titles are check-system-userspace's:
+    its ids are the userspace flavour's (or an id without a flavour), never the
+    tso, afxdp or dpdk ones, which upstream runs in their own testsuites."""
+    runs = discover({"cases": [*CASES, case("st.py::test_ping[tso]", "datapath - ping between "
+                                            "two ports", "system-traffic.at", "tso")]})
+    assert runs["system-traffic.at"].nodeids == ["st.py::test_ping[userspace]",
+                                                 "st.py::test_tso_only"]
+    assert "system-afxdp.at" not in runs and "system-dpdk.at" not in runs
 
 
 def test_result_lines_take_the_result_not_a_word_of_the_title() -> None:
