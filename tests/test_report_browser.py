@@ -340,6 +340,7 @@ FIRST_SCREEN = """(() => {
     const firstCase = document.querySelector('a[href^="case/"]');
     return {
         width: document.documentElement.scrollWidth,
+        viewport: document.documentElement.clientWidth,  // the window less its scrollbar
         summary: box(document.getElementById('summary')).bottom,
         ran: box(document.getElementById('what-ran')).bottom,
         ovs: document.getElementById('ovs').textContent,
@@ -353,6 +354,10 @@ FIRST_SCREEN = """(() => {
         bugLinks: [...document.querySelectorAll('a.bug-link')].map(a => a.getAttribute('href')),
         bugLines: [...document.querySelectorAll('#bug-list tr[data-status], #other-list tr[data-status]')]
             .map(tr => [tr.getBoundingClientRect().height, box(tr.querySelector('.o')).height]),
+        // Each failure's links: [their box's height, one line of their font].
+        linkLines: [...document.querySelectorAll('#failure-list td.links a')]
+            .map(a => [box(a).height, parseFloat(getComputedStyle(a).lineHeight) ||
+                       1.5 * parseFloat(getComputedStyle(a).fontSize)]),
     };
 })()"""
 
@@ -368,12 +373,14 @@ def test_index_first_screen_at_1280(tmp_path: Path, pytestconfig: pytest.Config)
         load = browser.open(index.as_uri())
         assert load.errors == []
         screen: Any = browser.evaluate(FIRST_SCREEN)
-        assert screen["width"] <= SCREEN_WIDTH, "the index scrolls sideways"
+        assert screen["width"] <= screen["viewport"] <= SCREEN_WIDTH, "the index scrolls sideways"
         assert screen["ovs"] == "Open vSwitch 4.0.0" and screen["summary"] <= screen["ran"] <= SCREEN_HEIGHT
         assert screen["firstSection"] == "failures"
         assert screen["firstCaseOutcome"] == "failed" and screen["firstCase"].startswith(
             "cases/test_tunnel_csum.py::")
         assert screen["failures"] <= SCREEN_HEIGHT and screen["firstCaseTop"] < screen["matrixTop"]
+        assert screen["linkLines"] and all(h <= line for h, line in screen["linkLines"]), \
+            f"a failure's reproducer link wraps: {screen['linkLines'][:3]}"
         assert screen["matrix"] is not None and screen["matrix"] <= SCREEN_HEIGHT, \
             f"the matrix's first row ends at {screen['matrix']} px, below the first screen"
         _screenshot(browser, tmp_path, pytestconfig, "index-1280.png")
@@ -386,12 +393,13 @@ def test_index_first_screen_at_1280(tmp_path: Path, pytestconfig: pytest.Config)
         assert load.errors == []
         page: Any = browser.evaluate("""({
             width: document.documentElement.scrollWidth,
+            viewport: document.documentElement.clientWidth,
             key: document.getElementById('bug-key').textContent,
             status: document.getElementById('bug-status').textContent,
             ids: [...document.querySelectorAll('#sightings a')].map(a => a.getAttribute('href')),
             fix: [...document.querySelectorAll('.export code')].map(c => c.textContent),
         })""")
-        assert page["width"] <= SCREEN_WIDTH, "the bug page scrolls sideways"
+        assert page["width"] <= page["viewport"], "the bug page scrolls sideways"
         assert page["key"] == SIGHTED_KEY and page["status"] == "present"
         xfailed = [c for c in run.cases if c.outcome == "xfailed"]
         assert len(page["ids"]) == len(xfailed) > 0
@@ -400,4 +408,5 @@ def test_index_first_screen_at_1280(tmp_path: Path, pytestconfig: pytest.Config)
         _screenshot(browser, tmp_path, pytestconfig, "bug-1280.png")
         load = browser.open((tmp_path / "bugs" / f"{GONE_KEY}.html").as_uri())
         assert browser.evaluate("document.getElementById('bug-status').textContent") == "gone"
-        assert browser.evaluate("document.documentElement.scrollWidth") <= SCREEN_WIDTH
+        assert browser.evaluate("document.documentElement.scrollWidth <= "
+                                "document.documentElement.clientWidth")
