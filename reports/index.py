@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from harness.records import FAILED_OUTCOMES, OUTCOME_ORDER, CaseRecord, RunRecord
+from harness.records import FAILED_OUTCOMES, OUTCOME_ORDER, CaseRecord, RunRecord, outcome_rank
 
 MAX_MESSAGE_CHARS = 160
 MAX_LISTED_FAILURES = 100
@@ -189,6 +189,43 @@ def _merged_run(run: dict[str, Any]) -> dict[str, str]:
     }
 
 
+# What an exploration's examples came to (fixtures/explore.py counts them), in this order.
+EXPLORED = ("as_the_model_says", "known_bug", "beyond_the_model", "not_expressible")
+
+
+def replay_name(explorer: str) -> str:
+    """The test that replays an exploration's saved regressions: test_explore_X's
+    is test_X_regression (test_explore's, test_regression)."""
+    return explorer.replace("test_explore", "test", 1) + "_regression"
+
+
+def exploration(entries: list[Entry]) -> list[dict[str, Any]]:
+    """One row per exploration case (a case whose metrics count `examples`): its
+    area, outcome, how many examples ran and what they came to, what its rig
+    counted (packets, frames, connections), and its saved regressions' replays
+    by outcome."""
+    replays: dict[tuple[str, str], Counter[str]] = {}
+    for e in entries:
+        module, _, name = e.case.nodeid.partition("::")
+        replays.setdefault((module, name.split("[")[0]), Counter())[e.case.outcome] += 1
+    rows = []
+    for e in entries:
+        metrics = e.case.metrics
+        if "examples" not in metrics:
+            continue
+        module, _, name = e.case.nodeid.partition("::")
+        replayed = replays.get((module, replay_name(name.split("[")[0])), Counter())
+        rows.append({
+            "area": e.case.params.get("area") or name, "nodeid": e.case.nodeid,
+            "page": e.page, "outcome": e.case.outcome, "examples": int(metrics["examples"]),
+            "came_to": [(k.replace("_", " "), int(metrics[k])) for k in EXPLORED if metrics.get(k)],
+            "counted": [(k.replace("_", " "), f"{v:g}") for k, v in metrics.items()
+                        if k != "examples" and k not in EXPLORED],
+            "replayed": sorted(replayed.items(), key=lambda kv: outcome_rank(kv[0])),
+        })
+    return rows
+
+
 def index_context(run: RunRecord, entries: list[Entry]) -> dict[str, Any]:
     """What index.html.j2 shows besides the script's data."""
     cases = [e.case for e in entries]
@@ -205,5 +242,6 @@ def index_context(run: RunRecord, entries: list[Entry]) -> dict[str, Any]:
         "failures_omitted": max(0, len(failures) - MAX_LISTED_FAILURES),
         "shown_failures": SHOWN_FAILURES,
         "merged": any(c.run for c in cases),
+        "exploration": exploration(entries),
         "data_json": embed_json(index_data(entries)),
     }

@@ -320,3 +320,40 @@ def test_entries_get_unique_files_even_for_repeated_ids() -> None:
     twice = [CaseRecord(nodeid="t.py::x", outcome="failed"), CaseRecord(nodeid="t.py::x", outcome="failed")]
     entries: list[Entry] = layout(twice)
     assert len({e.page for e in entries}) == 2 and all(e.page.startswith("case/") for e in entries)
+
+
+def test_index_shows_each_exploration_area_and_what_its_examples_came_to(tmp_path: Path) -> None:
+    """One row per exploration case (its metrics count `examples`): the area it
+    explored, its outcome, the examples and what they came to, what its rig
+    counted, and how the replays of its saved regressions ended; a run without
+    an exploration has no such section."""
+    flows = "cases/exploration/test_explore_openflow.py"
+    cases = [
+        CaseRecord(nodeid=f"{flows}::test_explore_openflow", outcome="passed",
+                   params={"area": "conntrack and NAT (OpenFlow tables)"},
+                   metrics={"examples": 150, "as_the_model_says": 140, "known_bug": 10,
+                            "packets_in": 738, "frames_out": 327}),
+        CaseRecord(nodeid=f"{flows}::test_openflow_regression[cae4c0db3d]", outcome="xfailed"),
+        CaseRecord(nodeid=f"{flows}::test_openflow_regression[a96749107d]", outcome="xfailed"),
+        CaseRecord(nodeid="cases/exploration/test_explore.py::test_explore", outcome="failed",
+                   params={"area": "frames"}, metrics={"examples": 12, "as_the_model_says": 11},
+                   longrepr="E   AssertionError: exploration found a deviation"),
+        CaseRecord(nodeid="cases/exploration/test_explore.py::test_regression[0a1b2c3d4e]",
+                   outcome="passed"),
+        CaseRecord(nodeid="cases/throughput/test_t.py::test_gbps", outcome="passed",
+                   metrics={"gbps_tso_off": 1.4}),
+    ]
+    html = Path(render(_run(cases), str(tmp_path))).read_text()
+    section = html[html.index('<section id="exploration">'):]
+    section = section[:section.index("</section>")]
+    rows = [re.sub(r"<[^>]+>", " ", r) for r in section.split("<tr>")[2:]]
+    rows = [" ".join(r.split()) for r in rows]
+    assert "Exploration (162 examples)" in section
+    # Worst outcome first, as every list of the report.
+    assert rows == [
+        "frames failed 12 11 as the model says 1 passed",
+        "conntrack and NAT (OpenFlow tables) passed 150 140 as the model says, 10 known bug "
+        "738 packets in, 327 frames out 2 xfailed",
+    ], rows
+    plain = Path(render(_run(cases[-1:]), str(tmp_path / "plain"))).read_text()
+    assert 'id="exploration"' not in plain

@@ -70,7 +70,8 @@ def test_explore(tunnel_rig, request: pytest.FixtureRequest) -> None:
     """Verifies, for each drawn scenario, every frame and field against the model
     on both paths; a deviation becomes a saved regression and fails the case."""
     explore(scenarios(), lambda scenario: run(tunnel_rig, scenario),
-            request.config.getoption("explore"), request.node)
+            request.config.getoption("explore"), request.node,
+            "frames, checksums, rewrites, tunnel push and pop, TSO")
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])

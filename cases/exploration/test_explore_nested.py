@@ -193,7 +193,8 @@ def test_explore_nested(nested: Rigs[NestedRig], request: pytest.FixtureRequest)
     encapsulation (or the drop check_pkt_len asks for) against the model on both
     paths; a deviation becomes a saved regression and fails the case."""
     explore(nested_scenarios(), nested.run,
-            max(1, request.config.getoption("explore") // 3), request.node)
+            max(1, request.config.getoption("explore") // 3), request.node,
+            "a tunnel inside a tunnel, check_pkt_len")
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])

@@ -160,7 +160,8 @@ def test_explore_openflow(openflow_rigs: Rigs[OpenFlowRig], request: pytest.Fixt
     every port, the flows' statistics and the connection table against the
     model's pipeline; a deviation becomes a saved regression and fails the case."""
     explore(openflow_scenarios(), openflow_rigs.run,
-            max(1, request.config.getoption("explore") // 2), request.node)
+            max(1, request.config.getoption("explore") // 2), request.node,
+            "conntrack and NAT (OpenFlow tables)")
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(e["scenario"], id=e["id"])
