@@ -2,7 +2,8 @@
 4.0.0) is named, with its exact AT_SETUP title and its file, by at least one
 pytest id; and no id names a title those files do not have.  Every test
 of check-system-userspace's five files is named by an id of the system
-modules or has its reason in NOT_HERE."""
+modules or has its reason in NOT_HERE; and in each flavour's testsuite, every
+test of system-traffic.at by an id of that flavour, or has its reason."""
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +11,11 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from harness.upstream import FILES
+import pytest
+
+from harness.system_userspace import not_here
+from harness.upstream import FILES, TESTSUITES
+from harness.upstream import Testsuite as Suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,8 +23,9 @@ SYSTEM_DPDK = tuple(t.title for t in FILES["system-dpdk.at"])
 SYSTEM_AFXDP = tuple(t.title for t in FILES["system-afxdp.at"])
 
 
-def named_titles(*modules: str) -> dict[str, set[str]]:
-    """File -> the upstream titles the modules' ids name (collected, not run)."""
+def named_titles(*modules: str, flavour: str | None = None) -> dict[str, set[str]]:
+    """File -> the upstream titles the modules' ids name (collected, not run);
+    with `flavour`, only those of ids whose flavour parameter is that."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.upstream_dump",
          "--collect-only", "-q", *modules], cwd=ROOT, capture_output=True, text=True,
@@ -28,8 +34,9 @@ def named_titles(*modules: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = defaultdict(set)
     for line in proc.stdout.splitlines():
         if line.startswith("UPSTREAM\t"):
-            _, file, title, _ = line.split("\t")
-            found[file].add(title)
+            _, file, title, _, param = line.split("\t")
+            if flavour is None or param == flavour:
+                found[file].add(title)
     return found
 
 
@@ -64,3 +71,23 @@ def test_every_check_system_userspace_test_is_reproduced_or_has_its_reason() -> 
         assert found[file] | (listed & set(NOT_HERE)) == listed, \
             (file, listed - found[file] - set(NOT_HERE))
     assert set(NOT_HERE) <= {title for tests in SYSTEM_USERSPACE.values() for _, title in tests}
+
+
+SYSTEM_MODULES = ("cases/system_userspace",)
+
+
+@pytest.mark.parametrize("suite", [ts for ts in TESTSUITES if ts.flavour],
+                         ids=lambda ts: ts.target)
+def test_every_system_traffic_test_is_reproduced_in_each_flavour_or_has_its_reason(
+        suite: Suite) -> None:
+    """A title counts in the testsuite of its ids' flavour parameter (upstream.html,
+    the ratio bench), known at collection: an id that picks its flavour in its
+    body and skips before it does counted in check-system-userspace.  Each title
+    of system-traffic.at is named by an id of the flavour, or not_here() says
+    why that testsuite cannot run it, never both."""
+    titles = {t.title for t in FILES["system-traffic.at"]}
+    found = named_titles(*SYSTEM_MODULES, flavour=suite.flavour)["system-traffic.at"]
+    reasoned = {t for t in titles if not_here(t, suite.target)}
+    assert found <= titles, found - titles
+    assert not found & reasoned, sorted(found & reasoned)
+    assert found | reasoned == titles, sorted(titles - found - reasoned)

@@ -24,6 +24,7 @@ from fixtures.system_userspace.kernel_peer import WireCheck
 from fixtures.system_userspace.system_traffic import (
     FLAVOUR,
     PING_OK,
+    TSO_FLAVOUR,
     Traffic,
     payload,
     start,
@@ -132,8 +133,10 @@ FALLBACK = {
 @pytest.mark.parametrize("title", [pytest.param(t, marks=[upstream(t), pytest.mark.requires(
                                        kernel=FALLBACK[t][1])], id=t.split()[4])
                                    for t in FALLBACK])
+@TSO_FLAVOUR
 def test_tcp_over_tunnel_software_fallback(system_traffic: Callable[..., Traffic],
-                                           request: pytest.FixtureRequest, title: str) -> None:
+                                           request: pytest.FixtureRequest, title: str,
+                                           flavour: str) -> None:
     """check-system-tso (userspace TSO on; upstream skips it elsewhere): ovs-p0
     has tso and sg off, br0 MTU 1400; 60000 bytes over TCP from the host to
     at_ns0 leave as GSO packets into br0 and must be segmented by OVS before
@@ -142,7 +145,7 @@ def test_tcp_over_tunnel_software_fallback(system_traffic: Callable[..., Traffic
     header pattern) and every encapsulated segment against the model's
     software segmentation and push, at_ns0 counting no checksum error."""
     ovs_type, native, nargs, oport, nport, pattern = FALLBACK[title]
-    t: Traffic = system_traffic("tso")
+    t: Traffic = system_traffic(flavour)
     start(t)
     ns = underlay(t, False)
     for feature in ("tso", "sg"):  # one side with all checksum and TSO offload disabled

@@ -36,7 +36,14 @@ from datapath.offloads import RxFlags, TxOffloads
 from datapath.verdict import PortFrames, settle
 from fixtures.records import record_for
 from fixtures.system_userspace.kernel_peer import WireCheck, udp_src
-from fixtures.system_userspace.system_traffic import FLAVOUR, PING_OK, Traffic, underlay, upstream
+from fixtures.system_userspace.system_traffic import (
+    FLAVOUR,
+    NOT_TSO_FLAVOUR,
+    PING_OK,
+    Traffic,
+    underlay,
+    upstream,
+)
 from fixtures.upstream_system import format_ping
 from harness.control import run_tool
 from harness.ifstatus import read_interface
@@ -229,17 +236,19 @@ FLOW_BASED = (
     "172.31.1.100->tun_src,set_field:172.31.1.1->tun_dst,set_field:4->tun_id,output:in_port")
 
 
+@NOT_TSO_FLAVOUR
 @upstream("datapath - bridging IPv4 and IPv6 flow based geneve tunnels")
 @pytest.mark.requires(kernel=("geneve", "geneve6"))
-def test_bridging_ipv4_ipv6_flow_based_geneve(system_traffic: Callable[..., Traffic]) -> None:
+def test_bridging_ipv4_ipv6_flow_based_geneve(system_traffic: Callable[..., Traffic],
+                                              flavour: str) -> None:
     """One flow-based Geneve port (remote_ip, local_ip and key from the flow)
     bridges at_ns0's Geneve over IPv4 (VNI 4) and at_ns1's over IPv6 (VNI 6):
     each flow rewrites the tunnel addresses and VNI to the other side and
     outputs back to in_port.  Upstream's underlay pings and overlay pings of
     56, 1600 and 3200 bytes from at_ns0 to at_ns1, all answered, and six used
-    IPv4 tunnel datapath flows (3 fragment kinds each way).  Userspace flavour
-    only: upstream's OVS_CHECK_TUNNEL_TSO skips it in check-system-tso."""
-    t: Traffic = system_traffic("userspace")
+    IPv4 tunnel datapath flows (3 fragment kinds each way).  Every flavour but
+    tso: upstream's OVS_CHECK_TUNNEL_TSO skips it in check-system-tso."""
+    t: Traffic = system_traffic(flavour)
     t.add_br("br-underlay-0")
     t.add_br("br-underlay-1")
     ns0 = underlay(t, False, bridge="br-underlay-0")
