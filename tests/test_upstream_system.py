@@ -62,3 +62,21 @@ def test_ping_waits_for_every_reply_until_upstreams_own_deadline() -> None:
         "ping6", "-q", "-c", "1", "-i", "0.3", "-W", "2", "fc00::2"]  # one echo: -W is its wait
     assert ping_argv("10.1.1.2", count=10, interval="0.1", wait="-w", wait_s="2")[-3:] == \
         ["-w", "2", "10.1.1.2"]  # a caller's own deadline stays as it is
+
+
+def test_format_ping_takes_late_replies_of_our_deadline_as_upstreams_line() -> None:
+    """With ping_argv()'s -w, replies later than the interval make ping send on past
+    -c (4 sent, 4 answered: 'ping over vxlan tunnel' on dpdk ports, under load): that
+    is upstream's line for -c 3.  A loss, a duplicate or upstream's own -w is not."""
+    from fixtures.upstream_system import format_ping, ping_argv
+    ours = ping_argv("10.1.1.100")
+    late = "4 packets transmitted, 4 received, 0% packet loss, time 1203ms\n"
+    three = "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n"
+    assert format_ping(late, ours) == three
+    assert format_ping(late) == late.replace("1203ms", "0ms")  # no argv: as printed
+    lost = "4 packets transmitted, 3 received, 25% packet loss, time 1203ms\n"
+    assert format_ping(lost, ours) == lost.replace("1203ms", "0ms")
+    dup = "4 packets transmitted, 4 received, +1 duplicates, 0% packet loss, time 903ms\n"
+    assert format_ping(dup, ours) == dup.replace("903ms", "0ms")
+    own = ping_argv("10.1.1.2", count=3, interval="0.1", wait="-w", wait_s="2")
+    assert format_ping(late, own) == late.replace("1203ms", "0ms")

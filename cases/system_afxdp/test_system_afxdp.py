@@ -134,8 +134,9 @@ def test_ping_between_pmd_and_non_pmd_ports(real_env: Callable[..., RealEnv],
     check(sb.vsctl(*add_port("br0", "ovs-p0", type="afxdp-nonpmd",
                              options={"n_rxq": 1})), stdout="", stderr="")
     at0, at1 = Sniffer(ns0, "p0"), Sniffer(ns1, "p1")
-    ping = run_in(sb, ns0, ping_argv("10.1.1.2"))
-    assert format_ping(ping.stdout) == \
+    argv = ping_argv("10.1.1.2")
+    ping = run_in(sb, ns0, argv)
+    assert format_ping(ping.stdout, argv) == \
         "3 packets transmitted, 3 received, 0% packet loss, time 0ms\n", ping.stdout
 
     def seen() -> bool:
