@@ -3,10 +3,11 @@ and the sampler on a child of this process."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 
-from bench.cpu_sample import TICK, Sampler, fold, parse_stat, role
+from bench.cpu_sample import Sampler, fold, parse_stat, role
 
 
 def test_stat_line_with_a_comm_that_holds_spaces_and_parens() -> None:
@@ -27,28 +28,26 @@ def test_names_fold_digits_and_roles_follow_the_process() -> None:
 def test_sampler_counts_a_busy_child_as_ours() -> None:
     """A child that burns half a second of CPU is ours, with about that much;
     the sampler's own process is not.  The child starts burning only once the
-    sampler has taken its first sample (a line on its stdin): the sampler counts
-    from what it saw first, and on a loaded machine a child started burning at
-    once had spent 0.11 s before that (CI: 0.39 counted)."""
+    sampler has taken its first sample (a line on its stdin), since the sampler
+    counts from what it saw first (started at once, it had spent 0.11 s before
+    that on CI's loaded machine: 0.39 counted); and it says when it is done (a
+    line on its stdout), the event the sampling waits for: /proc's ticks are
+    truncated per field, so 0.5 s of CPU can read 0.49 and never reach 0.5."""
     child = subprocess.Popen([sys.executable, "-c",
                               "import sys, time\nsys.stdin.readline()\n"
                               "t = time.process_time()\n"
                               "while time.process_time() - t < 0.5: pass\n"
-                              "sys.stdin.read()"], stdin=subprocess.PIPE)
-    assert child.stdin is not None
+                              "print('done', flush=True)\nsys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
     s = Sampler(child.pid)
-
-    def ticks() -> int:
-        with open(f"/proc/{child.pid}/stat") as f:
-            return parse_stat(f.read()).ticks
-
     s.sample()
-    base = ticks()
     child.stdin.write(b"go\n")
     child.stdin.flush()
     try:
-        while (ticks() - base) / TICK < 0.5:  # until the child has spent its half second
+        while not select.select([child.stdout], [], [], 0.05)[0]:  # until it is done
             s.sample()
+        assert child.stdout.readline() == b"done\n"
     finally:
         s.sample()
         child.communicate(b"")
